@@ -1,0 +1,80 @@
+// buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
+import openapiGlue from 'fastify-openapi-glue';
+import type { Config } from './config.ts';
+import { createBearerAuth } from './http/auth.ts';
+import { createDocsHandlers, registerDocs } from './http/docs.ts';
+import { installErrorHandling } from './http/errors.ts';
+import { createHealthHandlers } from './http/health.ts';
+import { useExactJsonBodies } from './http/json.ts';
+import type { ServiceHandlers } from './http/operations.ts';
+import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
+import { createPlantHandlers } from './plants/handlers.ts';
+import type { PlantStore } from './store/types.ts';
+import { createTokenVerifier } from './tokens/verifier.ts';
+
+export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+/** Documented in openapi.yaml as the 413 limit. */
+export const BODY_LIMIT = 64 * 1024;
+
+export interface AppDependencies {
+  config: Pick<Config, 'apiTokens' | 'logLevel'>;
+  store: PlantStore;
+  /** Where JSON log lines go; stdout by default. */
+  logStream?: NodeJS.WritableStream;
+}
+
+export async function buildApp({ config, store, logStream }: AppDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
+      ...(logStream && { stream: logStream }),
+    },
+    bodyLimit: BODY_LIMIT,
+    schemaErrorFormatter: formatSchemaErrors,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  installErrorHandling(app, { bodyLimit: BODY_LIMIT });
+  useExactJsonBodies(app);
+  const bearerAuth = await createBearerAuth(app, createTokenVerifier({ staticTokens: config.apiTokens, store }));
+  runSecurityBeforeValidation(app);
+  await registerDocs(app, SPEC_PATH);
+
+  const handlers: ServiceHandlers = {
+    ...createPlantHandlers({ store }),
+    ...createHealthHandlers({ ping: () => store.ping() }),
+    ...createDocsHandlers(app),
+  };
+  await app.register(openapiGlue, {
+    specification: SPEC_PATH,
+    operationResolver: (operationId: string) => handlerFor(handlers, operationId),
+    securityHandlers: { bearerAuth },
+  });
+  return app;
+}
+
+/** Refuses to boot when openapi.yaml names an operation no handler implements. */
+export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
+  if (!Object.hasOwn(handlers, operationId)) {
+    throw new Error(`openapi.yaml declares operation "${operationId}" but no handler implements it.`);
+  }
+  return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
+}
+
+// fastify-openapi-glue attaches security handlers as preHandler, which runs after body
+// validation; a client without a token must get 401, not a validation error, and an
+// unauthenticated body should not even be parsed. So run them as onRequest instead.
+function runSecurityBeforeValidation(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.operationId === undefined || route.preHandler === undefined) return;
+    route.onRequest = [...asArray(route.onRequest), ...asArray(route.preHandler)];
+    delete route.preHandler;
+  });
+}
+
+function asArray<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}

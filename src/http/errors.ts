@@ -1,0 +1,81 @@
+// Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SecurityError } from 'fastify-openapi-glue';
+
+export interface ErrorBody {
+  error: number;
+  message: string;
+}
+
+/** Throw this from handlers and hooks: its status, message and headers reach the client as they are. */
+export class HttpError extends Error {
+  readonly statusCode: number;
+  readonly headers: Record<string, string>;
+
+  constructor(statusCode: number, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'HttpError';
+    this.statusCode = statusCode;
+    this.headers = headers;
+  }
+}
+
+const INTERNAL_ERROR = 'The service failed to handle this request; it has been logged.';
+
+export function installErrorHandling(app: FastifyInstance, options: { bodyLimit: number }): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const failure = toHttpError(error, request, options.bodyLimit);
+    if (failure.statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    } else {
+      request.log.info({ statusCode: failure.statusCode, reason: failure.message }, 'request refused');
+    }
+    return sendError(reply, failure);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    return sendError(reply, new HttpError(404, `There is no ${request.method} ${request.url.split('?')[0]} in this API.`));
+  });
+}
+
+function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
+  const body: ErrorBody = { error: failure.statusCode, message: failure.message };
+  return reply.code(failure.statusCode).headers(failure.headers).type('application/json').send(body);
+}
+
+function toHttpError(error: FastifyError, request: FastifyRequest, bodyLimit: number): HttpError {
+  if (error instanceof HttpError) return error;
+  if (isSecurityError(error)) return securityFailure(error);
+  if (error.validation) return new HttpError(400, error.message);
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError(
+        415,
+        `The Content-Type "${request.headers['content-type'] ?? ''}" is not supported; send application/json.`,
+      );
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError(413, `The request body is larger than the limit of ${bodyLimit} bytes.`);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new HttpError(400, 'The Content-Length header does not match the body.');
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return new HttpError(status, sentence(error.message));
+  return new HttpError(500, INTERNAL_ERROR);
+}
+
+// fastify-openapi-glue wraps what a security handler threw in a SecurityError listing the causes.
+// A cause that is not an HttpError is a failure of ours (say, the store), not the client's.
+// The class is exported at run time but typed as an interface only, so recognise it by shape.
+function isSecurityError(error: Error): error is SecurityError {
+  return error.name === 'Unauthorized' && Array.isArray((error as Partial<SecurityError>).errors);
+}
+
+function securityFailure(error: SecurityError): HttpError {
+  const causes: unknown[] = error.errors;
+  return causes.find((cause): cause is HttpError => cause instanceof HttpError) ?? new HttpError(500, INTERNAL_ERROR);
+}
+
+function sentence(message: string): string {
+  const trimmed = message.trim();
+  if (trimmed === '') return 'The request was refused.';
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}

@@ -1,0 +1,98 @@
+// Exact integers for validation. Ajv only knows JS numbers, which cannot hold every int64 and
+// cannot tell `1000` from `1e3`. So before compiling, every `type: integer` in a request schema
+// becomes the `exactInteger` keyword below, which checks BigInt values against the exact range
+// of the declared format and leaves int64 values as BigInt (others as Number) for the handler.
+import type { KeywordDefinition, SchemaValidateFunction } from 'ajv';
+
+/** json: the value came from the JSON body parser (integers are BigInt); text: from a URL (strings). */
+export type IntegerSource = 'json' | 'text';
+
+interface ExactIntegerSpec {
+  source: IntegerSource;
+  min: string;
+  max: string;
+  asBigInt: boolean;
+}
+
+const FORMAT_RANGES: Record<string, [bigint, bigint]> = {
+  int64: [-(2n ** 63n), 2n ** 63n - 1n],
+  int32: [-(2n ** 31n), 2n ** 31n - 1n],
+};
+const DEFAULT_RANGE: [bigint, bigint] = [-BigInt(Number.MAX_SAFE_INTEGER), BigInt(Number.MAX_SAFE_INTEGER)];
+const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
+const RANGE_KEYWORDS = ['type', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
+
+type SchemaNode = Record<string, unknown>;
+
+/** A copy of a request schema with every integer rewritten to `exactInteger`. */
+export function withExactIntegers<T>(schema: T, source: IntegerSource): T {
+  return rewrite(schema, source) as T;
+}
+
+function rewrite(node: unknown, source: IntegerSource): unknown {
+  if (Array.isArray(node)) return node.map((item) => rewrite(item, source));
+  if (typeof node !== 'object' || node === null) return node;
+  const copy: SchemaNode = {};
+  for (const [key, value] of Object.entries(node)) copy[key] = rewrite(value, source);
+  if (Array.isArray(copy.type) && copy.type.includes('integer')) {
+    throw new Error('Request schemas with a type list that includes "integer" are not supported.');
+  }
+  if (source === 'json' && (copy.type === 'number' || (Array.isArray(copy.type) && copy.type.includes('number')))) {
+    // The body parser makes every integer literal a BigInt, which Ajv's number checks refuse.
+    throw new Error('Request body schemas with "type: number" are not supported by the exact JSON parser yet.');
+  }
+  if (copy.type !== 'integer') return copy;
+  const spec = integerSpec(copy, source);
+  for (const keyword of RANGE_KEYWORDS) delete copy[keyword];
+  copy.exactInteger = spec;
+  return copy;
+}
+
+function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec {
+  const format = typeof node.format === 'string' ? node.format : undefined;
+  let [min, max] = (format && FORMAT_RANGES[format]) || DEFAULT_RANGE;
+  if (typeof node.minimum === 'number') min = bigMax(min, BigInt(Math.ceil(node.minimum)));
+  if (typeof node.maximum === 'number') max = bigMin(max, BigInt(Math.floor(node.maximum)));
+  if (typeof node.exclusiveMinimum === 'number') min = bigMax(min, BigInt(Math.floor(node.exclusiveMinimum)) + 1n);
+  if (typeof node.exclusiveMaximum === 'number') max = bigMin(max, BigInt(Math.ceil(node.exclusiveMaximum)) - 1n);
+  return { source, min: String(min), max: String(max), asBigInt: format === 'int64' };
+}
+
+const bigMax = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+const bigMin = (a: bigint, b: bigint): bigint => (a < b ? a : b);
+
+const validateExactInteger: SchemaValidateFunction = (spec: ExactIntegerSpec, data, _schema, context) => {
+  const value = toBigInt(data, spec.source);
+  const fail = (message: string, params: Record<string, unknown>): boolean => {
+    validateExactInteger.errors = [{ keyword: 'exactInteger', message, params }];
+    return false;
+  };
+  if (value === undefined) {
+    const noFraction = typeof data === 'number' ? ' written without fraction or exponent' : '';
+    return fail(`must be an integer${noFraction}`, { type: 'integer' });
+  }
+  if (value < BigInt(spec.min)) return fail(`must be >= ${spec.min}`, { limit: spec.min });
+  if (value > BigInt(spec.max)) return fail(`must be <= ${spec.max}`, { limit: spec.max });
+  if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
+    (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = spec.asBigInt
+      ? value
+      : Number(value);
+  }
+  return true;
+};
+
+function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
+  if (typeof data === 'bigint') return data;
+  if (source === 'text' && typeof data === 'string' && INTEGER_TEXT.test(data)) return BigInt(data);
+  // A number in a URL part is a schema default; in a JSON body it was written as 1.5, 1e3 or 5.0.
+  if (source === 'text' && typeof data === 'number' && Number.isSafeInteger(data)) return BigInt(data);
+  return undefined;
+}
+
+export const exactIntegerKeyword: KeywordDefinition = {
+  keyword: 'exactInteger',
+  modifying: true,
+  errors: true,
+  schemaType: 'object',
+  validate: validateExactInteger,
+};

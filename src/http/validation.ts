@@ -1,0 +1,59 @@
+// Request validation: strict for bodies (no coercion; unknown fields refused by the spec's
+// unevaluatedProperties), lenient for path and query strings, and messages that name the field.
+import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler, FastifySchema } from 'fastify';
+import { exactIntegerKeyword, withExactIntegers } from './integers.ts';
+
+function createAjv(options: Options): Ajv2020 {
+  // strict: false because OpenAPI schemas carry keywords Ajv does not know (example, xml, ...).
+  const ajv = new Ajv2020({ strict: false, allErrors: false, useDefaults: true, ...options });
+  addFormats.default(ajv);
+  ajv.addKeyword(exactIntegerKeyword);
+  return ajv;
+}
+
+const bodyAjv = createAjv({ coerceTypes: false });
+const urlAjv = createAjv({ coerceTypes: 'array' });
+
+export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(withExactIntegers(schema, 'json')) as ValidateFunction;
+  return urlAjv.compile(withExactIntegers(schema, 'text')) as ValidateFunction;
+};
+
+const PART_NAMES: Record<string, string> = {
+  body: 'request body',
+  querystring: 'query string',
+  params: 'path',
+  headers: 'header',
+};
+
+/** One sentence naming the first offending field, e.g. `The request body field "id" must be an integer.` */
+export function formatSchemaErrors(errors: ErrorObject[], dataVar: string): Error {
+  const error = errors[0];
+  const part = PART_NAMES[dataVar] ?? dataVar;
+  if (!error) return new Error(`The ${part} is not valid.`);
+  const path = fieldPath(error.instancePath);
+  switch (error.keyword) {
+    case 'required':
+      return new Error(`The ${part} is missing the required field "${join(path, String(error.params.missingProperty))}".`);
+    case 'unevaluatedProperties':
+    case 'additionalProperties': {
+      const name = String(error.params.unevaluatedProperty ?? error.params.additionalProperty);
+      return new Error(`The ${part} has the unknown field "${join(path, name)}".`);
+    }
+  }
+  const subject = path === '' ? `The ${part}` : `The ${part} field "${path}"`;
+  return new Error(`${subject} ${error.message ?? 'is not valid'}.`);
+}
+
+// Ajv's instancePath is a JSON pointer ("/tags/0"); people read dotted paths ("tags.0").
+function fieldPath(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .join('.');
+}
+
+const join = (path: string, name: string): string => (path === '' ? name : `${path}.${name}`);

@@ -1,0 +1,51 @@
+// Process entry: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { DatabaseUrlError, openStore } from './store/factory.ts';
+import { ensureFirstToken } from './tokens/bootstrap.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore(config.databaseUrl);
+  const firstToken = await ensureFirstToken(store, config.apiTokens);
+  const app = await buildApp({ config, store });
+  app.addHook('onClose', () => store.close());
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      app.log.info({ signal }, 'shutting down');
+      app.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          app.log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+
+  await app.listen({ host: config.host, port: config.port });
+  if (firstToken) announceFirstToken(firstToken, config);
+}
+
+// Shown once, on the start that created it; only its hash is stored, so it cannot be shown again.
+function announceFirstToken(token: string, config: Config): void {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
+  process.stderr.write(
+    [
+      '',
+      'No API token existed, so this one was created. It is shown only now; the store keeps just its hash.',
+      `  API token: ${token}`,
+      `  Try it:    curl -H "Authorization: Bearer ${token}" -H "Content-Type: application/json" -d '{"id":1,"name":"Monstera","tag":"aroid"}' ${base}/plants`,
+      `  Docs:      ${base}/docs (use the Authorize button with the token)`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+main().catch((error: unknown) => {
+  const known = error instanceof ConfigError || error instanceof DatabaseUrlError;
+  process.stderr.write(`plant-store failed to start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,24 @@
+// Picks the store driver once, at startup, from DATABASE_URL.
+import { SqliteStore } from './sqlite.ts';
+import type { PlantStore } from './types.ts';
+
+export class DatabaseUrlError extends Error {}
+
+export async function openStore(databaseUrl: string): Promise<PlantStore> {
+  if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl));
+  throw new DatabaseUrlError(
+    `DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db); got "${redact(databaseUrl)}".`,
+  );
+}
+
+/** `sqlite:./data/plants.db` and `sqlite:/var/lib/plants.db` name files; `sqlite::memory:` a private in-memory database. */
+function sqlitePath(databaseUrl: string): string {
+  const path = databaseUrl.slice('sqlite:'.length);
+  if (path === '') throw new DatabaseUrlError('DATABASE_URL sqlite: needs a file path, for example sqlite:./data/plants.db.');
+  return path;
+}
+
+// A URL may carry a password; never echo it back.
+function redact(databaseUrl: string): string {
+  return databaseUrl.replace(/\/\/[^@/]*@/, '//***@');
+}

@@ -1,0 +1,28 @@
+// Versioned schema migrations. Each version exists once per driver; versions only ever append.
+
+export interface Migration {
+  version: number;
+  name: string;
+  sqlite: string;
+}
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'plants and api tokens',
+    sqlite: `
+      CREATE TABLE plants (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        tag TEXT
+      ) STRICT;
+      CREATE TABLE api_tokens (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        token_hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      ) STRICT;
+    `,
+  },
+];

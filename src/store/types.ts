@@ -1,0 +1,46 @@
+// The storage interface the handlers see. Drivers (sqlite.ts, later postgres.ts) implement it.
+
+export interface PlantRecord {
+  id: bigint;
+  name: string;
+  tag?: string;
+}
+
+/** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
+export type CreateOutcome = 'created' | 'unchanged' | 'conflict';
+
+export interface CreateResult {
+  outcome: CreateOutcome;
+  /** The plant as stored after the call (for a conflict: the untouched original). */
+  stored: PlantRecord;
+}
+
+export interface NewTokenRecord {
+  name: string;
+  /** Hex SHA-256 of the token: the store never holds a usable token. */
+  hash: string;
+  /** What a person may see to recognise the token, e.g. `pst_…abcd`. */
+  hint: string;
+}
+
+export interface TokenRecord {
+  id: number;
+  name: string;
+  hint: string;
+  createdAt: string;
+}
+
+export interface PlantStore {
+  /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
+  createPlant(plant: PlantRecord): Promise<CreateResult>;
+  findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
+  /** Stores the token only when the store holds no token at all; answers whether it did. */
+  createFirstToken(token: NewTokenRecord): Promise<boolean>;
+  /** Resolves when the store answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function samePlant(a: PlantRecord, b: PlantRecord): boolean {
+  return a.id === b.id && a.name === b.name && (a.tag ?? null) === (b.tag ?? null);
+}

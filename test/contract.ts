@@ -1,0 +1,71 @@
+// Checks a response against openapi.yaml: the status must be documented for the operation, the
+// content type must be one it declares, and the body must match that response's schema.
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+import { SPEC_PATH } from '../src/app.ts';
+import { exactIntegerKeyword, withExactIntegers } from '../src/http/integers.ts';
+import { parseJson } from '../src/http/json.ts';
+
+type Json = Record<string, any>;
+
+export const spec: Json = parseYaml(readFileSync(SPEC_PATH, 'utf8'));
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats.default(ajv);
+ajv.addKeyword(exactIntegerKeyword);
+// Response bodies are parsed with the service's own int64-exact parser, so integers are BigInt.
+ajv.addSchema(withExactIntegers(spec, 'json'), 'openapi');
+
+export interface ResponseLike {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+/** Every problem with the response, empty when it is exactly what the contract documents. */
+export function contractProblems(method: string, url: string, response: ResponseLike): string[] {
+  const found = findOperation(method, url);
+  if (!found) return [`${method} ${url} is not an operation of openapi.yaml`];
+  const { path, operation } = found;
+  const responses: Json = operation.responses;
+  const status = String(response.statusCode);
+  if (!(status in responses) && !('default' in responses)) {
+    return [`${method} ${path} answered ${status}, which openapi.yaml does not document`];
+  }
+  const key = status in responses ? status : 'default';
+  const [documented, pointer] = resolveResponse(responses[key], `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${key}`);
+  const content: Json | undefined = documented.content;
+  if (!content) return response.body === '' ? [] : [`${method} ${path} ${status} must have no body`];
+  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (!(mediaType in content)) return [`${method} ${path} ${status} sent content type "${mediaType}", not one of ${Object.keys(content).join(', ')}`];
+  if (!content[mediaType].schema) return [];
+  const body = mediaType === 'application/json' ? parseJson(response.body) : response.body;
+  const validate = ajv.getSchema(`openapi${pointer}/content/${escape(mediaType)}/schema`);
+  if (!validate) return [`no schema at ${pointer}`];
+  if (validate(body)) return [];
+  return (validate.errors ?? []).map((error) => `${method} ${path} ${status} body${error.instancePath} ${error.message}`);
+}
+
+function findOperation(method: string, url: string): { path: string; operation: Json } | undefined {
+  const pathname = new URL(url, 'http://localhost').pathname;
+  for (const [path, item] of Object.entries<Json>(spec.paths)) {
+    const pattern = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    const operation = item[method.toLowerCase()];
+    if (operation && pattern.test(pathname)) return { path, operation };
+  }
+  return undefined;
+}
+
+function resolveResponse(response: Json, pointer: string): [Json, string] {
+  if (typeof response.$ref !== 'string') return [response, pointer];
+  const target = response.$ref as string;
+  const resolved = target.slice(2).split('/').reduce<Json>((node, segment) => node[segment.replaceAll('~1', '/')], spec);
+  return [resolved, target];
+}
+
+// A JSON pointer segment inside a URI fragment: ~ and / escaped, then percent-encoded ({id}).
+function escape(segment: string): string {
+  return encodeURIComponent(segment.replaceAll('~', '~0').replaceAll('/', '~1'));
+}
