@@ -39,7 +39,7 @@ export async function buildApp({ config, store, logStream }: AppDependencies): P
   installErrorHandling(app, { bodyLimit: BODY_LIMIT });
   useExactJsonBodies(app);
   const bearerAuth = await createBearerAuth(app, createTokenVerifier({ staticTokens: config.apiTokens, store }));
-  runSecurityBeforeValidation(app);
+  adaptGlueRoutes(app);
   await registerDocs(app, SPEC_PATH);
 
   const handlers: ServiceHandlers = {
@@ -63,15 +63,31 @@ export function handlerFor(handlers: ServiceHandlers, operationId: string): Rout
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
 }
 
+function adaptGlueRoutes(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.schema?.operationId === undefined) return;
+    runSecurityBeforeValidation(route);
+    validateEveryBody(route);
+  });
+}
+
 // fastify-openapi-glue attaches security handlers as preHandler, which runs after body
 // validation; a client without a token must get 401, not a validation error, and an
 // unauthenticated body should not even be parsed. So run them as onRequest instead.
-function runSecurityBeforeValidation(app: FastifyInstance): void {
-  app.addHook('onRoute', (route) => {
-    if (route.schema?.operationId === undefined || route.preHandler === undefined) return;
-    route.onRequest = [...asArray(route.onRequest), ...asArray(route.preHandler)];
-    delete route.preHandler;
-  });
+function runSecurityBeforeValidation(route: RouteOptions): void {
+  if (route.preHandler === undefined) return;
+  route.onRequest = [...asArray(route.onRequest), ...asArray(route.preHandler)];
+  delete route.preHandler;
+}
+
+// With per-media-type body schemas, Fastify skips validation when the request names no media
+// type it knows (a POST without Content-Type reached the handler unvalidated). JSON is the only
+// body type the contract accepts, so its schema applies to every body.
+function validateEveryBody(route: RouteOptions): void {
+  const body = route.schema?.body as { content?: Record<string, { schema?: unknown }> } | undefined;
+  const mediaTypes = Object.keys(body?.content ?? {});
+  if (mediaTypes.length !== 1 || mediaTypes[0] !== 'application/json') return;
+  route.schema!.body = body!.content!['application/json']!.schema;
 }
 
 function asArray<T>(value: T | T[] | undefined): T[] {

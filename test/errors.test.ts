@@ -1,0 +1,78 @@
+// Every failure from every layer answers the published Error body with error = the HTTP status.
+import t from 'tap';
+import { BODY_LIMIT } from '../src/app.ts';
+import { AUTH, api, build, createPlant } from './helper.ts';
+
+t.test('malformed JSON bodies are 400 with a sentence saying why', async (t) => {
+  const { app } = await build(t);
+  const cases: [string, RegExp][] = [
+    ['{"id":1,"name":', /not valid JSON/],
+    ['{id:1}', /not valid JSON/],
+    ['', /request body is empty/],
+    ['   ', /request body is empty/],
+    ['{"id":1,"name":"x","__proto__":{"admin":true}}', /forbidden "__proto__"/],
+    ['{"id":1,"name":"x","constructor":{"prototype":{"admin":true}}}', /forbidden "__proto__" or "constructor.prototype"/],
+  ];
+  for (const [body, message] of cases) {
+    const response = await createPlant(t, app, body);
+    t.equal(response.statusCode, 400, JSON.stringify(body));
+    t.equal(response.headers['content-type'], 'application/json; charset=utf-8');
+    t.match(response.json(), { error: 400n, message }, `${JSON.stringify(body)}: ${message}`);
+  }
+  t.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype was polluted');
+});
+
+t.test('a body over the limit is 413', async (t) => {
+  const { app } = await build(t);
+  const body = `{"id":1,"name":"x","tag":"${'t'.repeat(BODY_LIMIT)}"}`;
+  const response = await createPlant(t, app, body);
+  t.equal(response.statusCode, 413);
+  t.same(response.json(), { error: 413n, message: `The request body is larger than the limit of ${BODY_LIMIT} bytes.` });
+});
+
+t.test('a body that is not application/json is 415', async (t) => {
+  const { app } = await build(t);
+  for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x']) {
+    const response = await api(t, app, {
+      method: 'POST',
+      url: '/plants',
+      headers: { ...AUTH, 'content-type': contentType },
+      payload: 'id=1&name=x',
+    });
+    t.equal(response.statusCode, 415, contentType);
+    t.match(response.json(), { error: 415n, message: /is not supported; send application\/json/ });
+  }
+  const charset = await createPlant(t, app, '{"id":1,"name":"x"}', { ...AUTH, 'content-type': 'application/json; charset=utf-8' });
+  t.equal(charset.statusCode, 200, 'a charset parameter is fine');
+});
+
+t.test('a POST without a body is 400 naming the body, never reaching the handler unvalidated', async (t) => {
+  const { app } = await build(t);
+  const response = await api(t, app, { method: 'POST', url: '/plants', headers: AUTH });
+  t.equal(response.statusCode, 400);
+  t.match(response.json(), { error: 400n, message: /request body must be object/ });
+  for (const contentType of ['APPLICATION/JSON', 'Application/Json; charset=utf-8']) {
+    const shouted = await createPlant(t, app, '{"id":"x","name":"n"}', { ...AUTH, 'content-type': contentType });
+    t.equal(shouted.statusCode, 400, `${contentType} is validated too`);
+  }
+});
+
+t.test('an unknown route or method is a 404 Error', async (t) => {
+  const { app } = await build(t);
+  for (const [method, url] of [['GET', '/nothing'], ['DELETE', '/plants'], ['GET', '/plants/1/leaves']] as const) {
+    const response = await app.inject({ method, url, headers: AUTH });
+    t.equal(response.statusCode, 404, `${method} ${url}`);
+    t.same(JSON.parse(response.body), { error: 404, message: `There is no ${method} ${url} in this API.` });
+  }
+});
+
+t.test('an internal failure is a 500 that leaks nothing and is logged', async (t) => {
+  const { app, store, logs } = await build(t, { logLevel: 'info' });
+  await store.close(); // the real store, really failing
+  const response = await createPlant(t, app, '{"id":1,"name":"x"}');
+  t.equal(response.statusCode, 500);
+  t.same(response.json(), { error: 500n, message: 'The service failed to handle this request; it has been logged.' });
+  t.notMatch(response.json().message, /sqlite|database|open|stack|\bat\b/i, 'no internals in the message');
+  t.match(logs(), /"level":50.*"msg":"request failed"/, 'the cause is logged as an error');
+  t.match(logs(), /database is not open/i, 'with its real message');
+});
