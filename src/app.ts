@@ -5,7 +5,7 @@ import openapiGlue from 'fastify-openapi-glue';
 import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
-import { installErrorHandling } from './http/errors.ts';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
 import { createHealthHandlers } from './http/health.ts';
 import { useExactJsonBodies } from './http/json.ts';
 import type { ServiceHandlers } from './http/operations.ts';
@@ -34,6 +34,8 @@ export async function buildApp({ config, store, logStream }: AppDependencies): P
     },
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT });

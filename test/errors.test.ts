@@ -1,4 +1,6 @@
 // Every failure from every layer answers the published Error body with error = the HTTP status.
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import t from 'tap';
 import { BODY_LIMIT } from '../src/app.ts';
 import { AUTH, api, build, createPlant } from './helper.ts';
@@ -76,3 +78,32 @@ t.test('an internal failure is a 500 that leaks nothing and is logged', async (t
   t.match(logs(), /"level":50.*"msg":"request failed"/, 'the cause is logged as an error');
   t.match(logs(), /database is not open/i, 'with its real message');
 });
+
+t.test('a malformed URL is a 400 Error', async (t) => {
+  const { app } = await build(t);
+  const response = await app.inject({ method: 'GET', url: '/healthz%E0%A4%A' });
+  t.equal(response.statusCode, 400);
+  t.same(JSON.parse(response.body), { error: 400, message: 'The URL is not valid: it contains a malformed percent-encoding.' });
+});
+
+t.test('requests that are not valid HTTP get an Error body over the socket', async (t) => {
+  const { app } = await build(t);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const garbage = await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n');
+  t.match(garbage, /^HTTP\/1\.1 400 Bad Request\r\n/);
+  t.same(JSON.parse(garbage.split('\r\n\r\n')[1]!), { error: 400, message: 'The request is not valid HTTP.' });
+  const hugeHeaders = await rawExchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+  t.match(hugeHeaders, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+  t.same(JSON.parse(hugeHeaders.split('\r\n\r\n')[1]!), { error: 431, message: 'The request headers are too large.' });
+});
+
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(request));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+  });
+}

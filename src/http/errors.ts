@@ -1,4 +1,6 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SecurityError } from 'fastify-openapi-glue';
 
@@ -35,6 +37,36 @@ export function installErrorHandling(app: FastifyInstance, options: { bodyLimit:
   app.setNotFoundHandler((request, reply) => {
     return sendError(reply, new HttpError(404, `There is no ${request.method} ${request.url.split('?')[0]} in this API.`));
   });
+}
+
+/** Fastify's `frameworkErrors` option: failures found before routing (a malformed URL). */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const message =
+    error.code === 'FST_ERR_BAD_URL'
+      ? 'The URL is not valid: it contains a malformed percent-encoding.'
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? 'A path segment of the URL is too long.'
+        : INTERNAL_ERROR;
+  sendError(reply, new HttpError(error.statusCode ?? 500, message));
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request took too long to arrive.'],
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large.'],
+};
+
+/** Fastify's `clientErrorHandler` option: requests so malformed that HTTP parsing failed. */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ error: status, message } satisfies ErrorBody);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
