@@ -25,7 +25,10 @@ async function main(): Promise<void> {
   }
 
   await app.listen({ host: config.host, port: config.port });
-  if (firstToken) announceFirstToken(firstToken, config);
+  // With PORT=0 the system picks the port; the example must show the real one.
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  if (firstToken) announceFirstToken(firstToken, { ...config, port });
 }
 
 // Shown once, on the start that created it; only its hash is stored, so it cannot be shown again.

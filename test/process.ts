@@ -1,0 +1,121 @@
+// The real server process: `node src/server.ts` on a real socket, with its stdout/stderr captured.
+// start() resolves once the JSON log line "Server listening at http://..." says where it listens;
+// every process is SIGKILLed at the end of the test that spawned it if it is still running.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Everything written to stdout / stderr so far. */
+  stdout: () => string;
+  stderr: () => string;
+  /** Settles when the process has exited and its output streams have closed. */
+  exited: Promise<Exit>;
+  /** Resolves with the first match of `pattern` in the output, as soon as it appears; rejects if the process exits first. */
+  waitFor: (stream: 'stdout' | 'stderr', pattern: RegExp) => Promise<RegExpExecArray>;
+  /** Sends the signal and waits for the exit. */
+  stop: (signal?: NodeJS.Signals) => Promise<Exit>;
+}
+
+export interface RunningServer extends ServerProcess {
+  /** http://127.0.0.1:PORT, the port the server reported in its log. */
+  url: string;
+}
+
+export type ServerEnv = Record<string, string>;
+
+/** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
+export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
+  return {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: `sqlite:${dir}/plants.db`,
+    LOG_LEVEL: 'info',
+    API_TOKENS: '',
+    ...overrides,
+  };
+}
+
+export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
+  const child = spawn(process.execPath, ['src/server.ts'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  const waiters = new Set<() => void>();
+  const notify = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => ((output.stdout += chunk), notify()));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => ((output.stderr += chunk), notify()));
+
+  let done = false;
+  const exited = new Promise<Exit>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      done = true;
+      notify();
+      resolve({ code, signal });
+    });
+  });
+
+  t.teardown(async () => {
+    if (!done) {
+      child.kill('SIGKILL');
+      await exited.catch(() => undefined);
+    }
+  });
+
+  const waitFor = (stream: 'stdout' | 'stderr', pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const match = new RegExp(pattern.source, pattern.flags.replace('g', '')).exec(output[stream]);
+        if (match) {
+          waiters.delete(check);
+          resolve(match);
+        } else if (done) {
+          waiters.delete(check);
+          reject(new Error(`server exited before ${stream} matched ${pattern}; stderr:\n${output.stderr}`));
+        }
+      };
+      waiters.add(check);
+      check();
+    });
+
+  return {
+    child,
+    stdout: () => output.stdout,
+    stderr: () => output.stderr,
+    exited,
+    waitFor,
+    stop: (signal: NodeJS.Signals = 'SIGTERM') => {
+      if (!done) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Spawns the server and resolves once it listens; rejects (with its stderr) if it exits instead. */
+export async function startServer(t: Test, env: ServerEnv): Promise<RunningServer> {
+  const server = spawnServer(t, env);
+  const listening = await server.waitFor('stdout', /^\{.*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}\n/m);
+  return { ...server, url: listening[1]! };
+}
+
+/** Runs the server until it exits on its own (a boot failure); kills it if the test ends first. */
+export async function runToExit(t: Test, env: ServerEnv): Promise<Exit & { stdout: string; stderr: string }> {
+  const server = spawnServer(t, env);
+  // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
+  server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
+  const exit = await server.exited;
+  return { ...exit, stdout: server.stdout(), stderr: server.stderr() };
+}
