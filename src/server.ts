@@ -7,7 +7,6 @@ import { ensureFirstToken } from './tokens/bootstrap.ts';
 async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl);
-  const firstToken = await ensureFirstToken(store, config.apiTokens);
   const app = await buildApp({ config, store });
   app.addHook('onClose', () => store.close());
 
@@ -28,6 +27,8 @@ async function main(): Promise<void> {
   // With PORT=0 the system picks the port; the example must show the real one.
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  // Created only once listening succeeded: a token made by a start that then failed would never be shown.
+  const firstToken = await ensureFirstToken(store, config.apiTokens);
   if (firstToken) announceFirstToken(firstToken, { ...config, port });
 }
 
@@ -48,7 +49,13 @@ function announceFirstToken(token: string, config: Config): void {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof DatabaseUrlError;
-  process.stderr.write(`plant-store failed to start: ${known ? (error as Error).message : String((error as Error)?.stack ?? error)}\n`);
+  process.stderr.write(`plant-store failed to start: ${describeBootFailure(error)}\n`);
   process.exit(1);
 });
+
+// Configuration and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
+function describeBootFailure(error: unknown): string {
+  if (error instanceof ConfigError || error instanceof DatabaseUrlError) return error.message;
+  if (error instanceof Error && 'syscall' in error) return error.message;
+  return String((error as Error)?.stack ?? error);
+}

@@ -148,3 +148,15 @@ t.test('concurrent identical creates all answer 200 and store one plant', async 
   t.same(new Set(responses.map((response) => response.statusCode)), new Set([200]));
   t.equal(storedIds(dbPath).length, 1);
 });
+
+t.test('text that is not valid Unicode (a lone surrogate) is 400, never stored altered', async (t) => {
+  const { app, dbPath } = await build(t);
+  for (const body of ['{"id":1,"name":"\\ud800"}', '{"id":1,"name":"x","tag":"a\\udfffb"}', '{"id":1,"name":"x","\\ud800":1}']) {
+    const response = await createPlant(t, app, body);
+    t.equal(response.statusCode, 400, body);
+    t.match(response.json(), { error: 400n, message: /lone surrogate/ });
+  }
+  t.equal((await createPlant(t, app, '{"id":1,"name":"\\ud83c\\udf35 cactus"}')).statusCode, 200, 'a surrogate pair is fine');
+  t.equal((await createPlant(t, app, '{"id":1,"name":"🌵 cactus"}')).statusCode, 200, 'and replays identically');
+  t.same(storedIds(dbPath), ['1']);
+});

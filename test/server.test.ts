@@ -5,6 +5,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { runToExit, serverEnv, startServer } from './process.ts';
 
@@ -174,4 +175,23 @@ t.test('SIGTERM while idle exits 0', async (t) => {
   t.equal(health.status, 200, 'it was serving (and holds an idle keep-alive connection)');
   t.same(await server.stop('SIGTERM'), { code: 0, signal: null }, 'exit code 0');
   t.match(server.stdout(), /"signal":"SIGTERM".*"msg":"shutting down"/, 'it logged the shutdown');
+});
+
+t.test('a start that cannot listen creates no token; the next start that can shows one', async (t) => {
+  const dir = t.testdir();
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => blocker.close());
+  const busyPort = String((blocker.address() as AddressInfo).port);
+
+  const failed = await runToExit(t, serverEnv(dir, { PORT: busyPort }));
+  t.equal(failed.code, 1, 'exit code 1');
+  t.match(failed.stderr, /EADDRINUSE/, `it says why (${failed.stderr.trim()})`);
+  t.notOk(failed.stderr.includes('    at '), 'no stack trace');
+  t.notMatch(failed.stderr, /pst_/, 'no token was shown');
+  t.same(readRows(join(dir, 'plants.db'), 'SELECT name FROM api_tokens'), [], 'and none was stored');
+
+  const next = await startServer(t, serverEnv(dir));
+  const [token] = (await next.waitFor('stderr', ISSUED_TOKEN)) as unknown as [string];
+  t.equal((await postPlant(next.url, '{"id":1,"name":"Monstera"}', token)).status, 200, 'the token shown by the next start works');
 });

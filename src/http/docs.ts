@@ -10,7 +10,7 @@ export async function registerDocs(app: FastifyInstance, specPath: string): Prom
   await app.register(fastifySwagger, { mode: 'static', specification: { path: specPath, baseDir: '' } });
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
-    uiConfig: { persistAuthorization: true, tryItOutEnabled: true },
+    uiConfig: { persistAuthorization: true },
   });
 }
 

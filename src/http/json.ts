@@ -11,7 +11,13 @@ interface ReviverContext {
   source?: string;
 }
 
-function exactIntegers(this: unknown, _key: string, value: unknown, context?: ReviverContext): unknown {
+class MalformedTextError extends Error {}
+
+function exactIntegers(this: unknown, key: string, value: unknown, context?: ReviverContext): unknown {
+  // A lone surrogate (\ud800) is valid JSON but not Unicode; SQLite would store it as U+FFFD.
+  if (!key.isWellFormed() || (typeof value === 'string' && !value.isWellFormed())) {
+    throw new MalformedTextError(`the field "${key.toWellFormed()}" holds a lone surrogate, which is not valid Unicode`);
+  }
   if (typeof value === 'number' && context?.source !== undefined && INTEGER_LITERAL.test(context.source)) {
     return BigInt(context.source);
   }
@@ -44,6 +50,7 @@ export function useExactJsonBodies(app: FastifyInstance): void {
 
 function describeJsonError(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof MalformedTextError) return message;
   if (/prototype/i.test(message)) return 'it contains a forbidden "__proto__" or "constructor.prototype" key';
   return message.replace(/\.$/, '');
 }

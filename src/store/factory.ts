@@ -7,7 +7,7 @@ export class DatabaseUrlError extends Error {}
 export async function openStore(databaseUrl: string): Promise<PlantStore> {
   if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl));
   throw new DatabaseUrlError(
-    `DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db); got "${redact(databaseUrl)}".`,
+    `DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db); got a "${scheme(databaseUrl)}" URL.`,
   );
 }
 
@@ -18,7 +18,7 @@ function sqlitePath(databaseUrl: string): string {
   return path;
 }
 
-// A URL may carry a password; never echo it back.
-function redact(databaseUrl: string): string {
-  return databaseUrl.replace(/\/\/[^@/]*@/, '//***@');
+// A URL may carry a password anywhere (user info, query string); name only its scheme.
+function scheme(databaseUrl: string): string {
+  return /^[a-z][a-z0-9+.-]*:/i.exec(databaseUrl)?.[0] ?? 'unrecognised';
 }

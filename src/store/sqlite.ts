@@ -50,7 +50,12 @@ export class SqliteStore implements PlantStore {
       PRAGMA synchronous = FULL;
       PRAGMA busy_timeout = 5000;
     `);
-    applyMigrations(this.#db);
+    try {
+      applyMigrations(this.#db);
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
     this.#insertPlant = this.#db.prepare(
       'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
     );

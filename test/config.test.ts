@@ -1,0 +1,86 @@
+import t from 'tap';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+t.test('defaults when nothing is set', async (t) => {
+  t.same(loadConfig({}), {
+    host: '127.0.0.1',
+    port: 3000,
+    databaseUrl: 'sqlite:./data/plants.db',
+    apiTokens: [],
+    logLevel: 'info',
+  });
+  t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
+});
+
+t.test('each variable is read', async (t) => {
+  t.same(
+    loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      DATABASE_URL: 'sqlite:/var/lib/plants/plants.db',
+      API_TOKENS: 'token-aaaaaaaaaaaaaaaa',
+      LOG_LEVEL: 'debug',
+    }),
+    {
+      host: '0.0.0.0',
+      port: 8080,
+      databaseUrl: 'sqlite:/var/lib/plants/plants.db',
+      apiTokens: ['token-aaaaaaaaaaaaaaaa'],
+      logLevel: 'debug',
+    },
+  );
+});
+
+t.test('PORT is parsed into a number within 0..65535', async (t) => {
+  for (const [value, port] of [['8080', 8080], ['0', 0], ['65535', 65535]] as const) {
+    const config = loadConfig({ PORT: value });
+    t.equal(typeof config.port, 'number', `PORT=${value} is a number`);
+    t.equal(config.port, port, `PORT=${value}`);
+  }
+});
+
+t.test('API_TOKENS is a comma list: spaces trimmed, empty entries ignored', async (t) => {
+  t.same(loadConfig({ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,token-bbbbbbbbbbbbbbbb' }).apiTokens, [
+    'token-aaaaaaaaaaaaaaaa',
+    'token-bbbbbbbbbbbbbbbb',
+  ]);
+  t.same(loadConfig({ API_TOKENS: '  token-aaaaaaaaaaaaaaaa , ,token-bbbbbbbbbbbbbbbb,  ,' }).apiTokens, [
+    'token-aaaaaaaaaaaaaaaa',
+    'token-bbbbbbbbbbbbbbbb',
+  ]);
+  t.same(loadConfig({ API_TOKENS: '' }).apiTokens, [], 'empty');
+  t.same(loadConfig({ API_TOKENS: ' , ,' }).apiTokens, [], 'only separators and spaces');
+});
+
+t.test('each bad value is a ConfigError naming its variable', async (t) => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'abc' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ PORT: '-1' }, 'PORT'],
+    [{ PORT: '80.5' }, 'PORT'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ API_TOKENS: 'short' }, 'API_TOKENS'],
+    [{ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,sh0rtT0k' }, 'API_TOKENS'],
+    [{ API_TOKENS: 'token with spaces inside it' }, 'API_TOKENS'],
+  ];
+  for (const [env, variable] of cases) {
+    const { message } = configError(env);
+    t.match(message, new RegExp(`\\b${variable}\\b`), `${JSON.stringify(env)}: ${message}`);
+  }
+});
+
+t.test('a refused API_TOKENS value is not echoed', async (t) => {
+  const { message } = configError({ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,sh0rtT0k' });
+  t.notOk(message.includes('token-aaaaaaaaaaaaaaaa'), 'the valid token is not in the message');
+  t.notOk(message.includes('sh0rtT0k'), 'nor the short one');
+});
