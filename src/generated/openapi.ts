@@ -204,6 +204,13 @@ export interface operations {
         /** @description The plant to add to the store */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": 1,
+                 *       "name": "Monstera",
+                 *       "tag": "aroid"
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewPlant"];
             };
         };
@@ -214,6 +221,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Monstera",
+                     *       "tag": "aroid"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Plant"];
                 };
             };
