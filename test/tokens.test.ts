@@ -22,22 +22,22 @@ function mistype(token: string, position: number): string {
   return token.slice(0, position) + next + token.slice(position + 1);
 }
 
-/** The store with every findTokenByHash call recorded. */
+/** The store with every findTokenByHash call recorded; every other method passes through. */
 function recordingLookups(store: PlantStore): { store: PlantStore; lookups: string[] } {
   const lookups: string[] = [];
-  return {
-    lookups,
-    store: {
-      createPlant: (plant) => store.createPlant(plant),
-      findTokenByHash: (hash) => {
-        lookups.push(hash);
-        return store.findTokenByHash(hash);
-      },
-      createFirstToken: (token) => store.createFirstToken(token),
-      ping: () => store.ping(),
-      close: () => store.close(),
+  const recorded = new Proxy(store, {
+    get(target, key) {
+      if (key === 'findTokenByHash') {
+        return (hash: string) => {
+          lookups.push(hash);
+          return target.findTokenByHash(hash);
+        };
+      }
+      const value: unknown = Reflect.get(target, key);
+      return typeof value === 'function' ? value.bind(target) : value;
     },
-  };
+  });
+  return { lookups, store: recorded };
 }
 
 t.test('generateToken: pst_ and 49 base62 characters, never the same twice', async (t) => {

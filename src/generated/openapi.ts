@@ -8,7 +8,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List plants
+         * @description Plants ordered by `id`, ascending, one page at a time. When more plants follow, the
+         *     `Link` header carries the URL of the next page (`rel="next"`). Pages stay consistent while
+         *     others write: walking every page never yields a plant twice, and never skips one that
+         *     existed for the whole walk.
+         */
+        get: operations["listPlants"];
         put?: never;
         /**
          * Create a plant
@@ -18,6 +25,39 @@ export interface paths {
          */
         post: operations["createPlant"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/plants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The plant's id, any 64-bit signed integer */
+                id: bigint;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a plant
+         * @description Answers the plant with a strong `ETag`; with a matching `If-None-Match`, 304.
+         */
+        get: operations["getPlant"];
+        /**
+         * Replace a plant
+         * @description Replaces the plant's `name` and `tag` (a missing `tag` removes it). Plants are created by
+         *     `POST /plants` only, so an unknown id answers 404. With `If-Match`, the plant is replaced
+         *     only while it still has one of the given ETags; otherwise 412 and nothing changes.
+         */
+        put: operations["replacePlant"];
+        post?: never;
+        /**
+         * Delete a plant
+         * @description Deletes the plant; with `If-Match`, only while it still has one of the given ETags.
+         */
+        delete: operations["deletePlant"];
         options?: never;
         head?: never;
         patch?: never;
@@ -115,6 +155,14 @@ export interface components {
              */
             id: bigint;
         };
+        /** @description A plant as the store holds it; a Plant with its id */
+        StoredPlant: components["schemas"]["Plant"] & {
+            /**
+             * Format: int64
+             * @description Identification number of the plant
+             */
+            id: bigint;
+        };
         Error: {
             /**
              * Format: int32
@@ -144,6 +192,25 @@ export interface components {
             headers: {
                 /** @description `Bearer realm="plants"`, with `error="invalid_token"` for an unknown token */
                 "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description There is no plant with this id */
+        NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The plant no longer matches `If-Match`; nothing was changed */
+        PreconditionFailed: {
+            headers: {
+                ETag: components["headers"]["ETag"];
                 [name: string]: unknown;
             };
             content: {
@@ -187,13 +254,51 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /** @description Proceed only while the plant has one of these ETags (`*`, any); otherwise 412 */
+        IfMatch: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Strong validator of the plant's current content */
+        ETag: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listPlants: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of plants to return */
+                limit?: number;
+                /** @description Only plants with exactly this tag */
+                tag?: string;
+                /** @description Where the page starts; copy it from the `Link` header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of plants */
+            200: {
+                headers: {
+                    /** @description `<URL of the next page>; rel="next"`, present only when more plants follow */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPlant"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     createPlant: {
         parameters: {
             query?: never;
@@ -243,6 +348,119 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getPlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags the client holds; a match answers 304 without a body */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description The plant's id, any 64-bit signed integer */
+                id: bigint;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plant */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPlant"];
+                };
+            };
+            /** @description The plant still matches `If-None-Match` */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replacePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Proceed only while the plant has one of these ETags (`*`, any); otherwise 412 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The plant's id, any 64-bit signed integer */
+                id: bigint;
+            };
+            cookie?: never;
+        };
+        /** @description The plant's new content */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Monstera deliciosa",
+                 *       "tag": "aroid"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Plant"];
+            };
+        };
+        responses: {
+            /** @description The plant, as now stored */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredPlant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deletePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Proceed only while the plant has one of these ETags (`*`, any); otherwise 412 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The plant's id, any 64-bit signed integer */
+                id: bigint;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plant was deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -21,17 +21,17 @@ export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema
   return urlAjv.compile(withExactIntegers(schema, 'text')) as ValidateFunction;
 };
 
-const PART_NAMES: Record<string, string> = {
-  body: 'request body',
-  querystring: 'query string',
-  params: 'path',
-  headers: 'header',
+const PARTS: Record<string, { name: string; field: string }> = {
+  body: { name: 'request body', field: 'request body field' },
+  querystring: { name: 'query string', field: 'query parameter' },
+  params: { name: 'path', field: 'path parameter' },
+  headers: { name: 'request headers', field: 'header' },
 };
 
 /** One sentence naming the first offending field, e.g. `The request body field "id" must be an integer.` */
 export function formatSchemaErrors(errors: ErrorObject[], dataVar: string): Error {
   const error = errors[0];
-  const part = PART_NAMES[dataVar] ?? dataVar;
+  const { name: part, field } = PARTS[dataVar] ?? { name: dataVar, field: `${dataVar} field` };
   if (!error) return new Error(`The ${part} is not valid.`);
   const path = fieldPath(error.instancePath);
   switch (error.keyword) {
@@ -43,7 +43,7 @@ export function formatSchemaErrors(errors: ErrorObject[], dataVar: string): Erro
       return new Error(`The ${part} has the unknown field "${join(path, name)}".`);
     }
   }
-  const subject = path === '' ? `The ${part}` : `The ${part} field "${path}"`;
+  const subject = path === '' ? `The ${part}` : `The ${field} "${path}"`;
   return new Error(`${subject} ${error.message ?? 'is not valid'}.`);
 }
 

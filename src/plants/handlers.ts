@@ -1,14 +1,20 @@
 // The plant operations, one function per operationId, with their store passed in.
+import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
 import { HttpError } from '../http/errors.ts';
 import type { OperationHandler } from '../http/operations.ts';
-import type { PlantRecord, PlantStore } from '../store/types.ts';
-import type { components } from '../generated/openapi.ts';
-
-type Plant = components['schemas']['Plant'];
+import type { ConditionalWrite, PlantRecord, PlantStore, Precondition } from '../store/types.ts';
+import { decodeCursor, encodeCursor, plantEtag, toPlant, toStoredPlant } from './representation.ts';
 
 export interface PlantHandlers {
   createPlant: OperationHandler<'createPlant'>;
+  listPlants: OperationHandler<'listPlants'>;
+  getPlant: OperationHandler<'getPlant'>;
+  replacePlant: OperationHandler<'replacePlant'>;
+  deletePlant: OperationHandler<'deletePlant'>;
 }
+
+/** Mirrors the spec's default for `limit`, which Ajv fills in before the handler runs. */
+const DEFAULT_PAGE_SIZE = 100;
 
 export function createPlantHandlers({ store }: { store: PlantStore }): PlantHandlers {
   return {
@@ -20,10 +26,63 @@ export function createPlantHandlers({ store }: { store: PlantStore }): PlantHand
       }
       return toPlant(result.stored);
     },
+
+    async listPlants(request, reply) {
+      const { limit = DEFAULT_PAGE_SIZE, tag, cursor } = request.query;
+      const after = cursor === undefined ? undefined : decodeCursor(cursor);
+      // One row more than asked tells whether a next page exists without a count query.
+      const rows = await store.listPlants({ after, tag, limit: limit + 1 });
+      const page = rows.slice(0, limit);
+      if (rows.length > limit) {
+        const next = new URLSearchParams({ limit: String(limit), ...(tag !== undefined && { tag }) });
+        next.set('cursor', encodeCursor(page.at(-1)!.id));
+        reply.header('link', `</plants?${next}>; rel="next"`);
+      }
+      return page.map(toStoredPlant);
+    },
+
+    async getPlant(request, reply) {
+      const plant = await store.getPlant(request.params.id);
+      if (!plant) throw notFound(request.params.id);
+      const etag = plantEtag(plant);
+      reply.header('etag', etag);
+      if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
+      return toStoredPlant(plant);
+    },
+
+    async replacePlant(request, reply) {
+      const { id } = request.params;
+      const { name, tag } = request.body;
+      const result = await store.replacePlant(id, tag === undefined ? { name } : { name, tag }, ifMatch(request.headers['if-match']));
+      const plant = writtenPlant(result, id);
+      reply.header('etag', plantEtag(plant));
+      return toStoredPlant(plant);
+    },
+
+    async deletePlant(request, reply) {
+      const { id } = request.params;
+      writtenPlant(await store.deletePlant(id, ifMatch(request.headers['if-match'])), id);
+      return reply.code(204).send();
+    },
   };
 }
 
-/** The published Plant shape: name, and tag only when the plant has one. */
-function toPlant(plant: PlantRecord): Plant {
-  return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+/** The If-Match header as a store precondition, checked against the plant inside the write. */
+function ifMatch(header: string | undefined): Precondition | undefined {
+  const condition = ifMatchCondition(header);
+  return condition && ((current) => condition(plantEtag(current)));
+}
+
+function writtenPlant(result: ConditionalWrite, id: bigint): PlantRecord {
+  if (result.outcome === 'missing') throw notFound(id);
+  if (result.outcome === 'precondition-failed') {
+    throw new HttpError(412, `The plant with id ${id} no longer matches If-Match; nothing was changed.`, {
+      etag: plantEtag(result.current),
+    });
+  }
+  return result.plant;
+}
+
+function notFound(id: bigint): HttpError {
+  return new HttpError(404, `There is no plant with id ${id}.`);
 }

@@ -25,4 +25,9 @@ export const migrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 2,
+    name: 'index plants by tag for filtered pages',
+    sqlite: 'CREATE INDEX plants_by_tag ON plants (tag, id);',
+  },
 ];

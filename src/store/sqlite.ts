@@ -1,23 +1,28 @@
 // PlantStore on an embedded SQLite file through node:sqlite.
-// Durability: WAL with synchronous=FULL, so an acknowledged create survives power loss.
-// Throughput: creates that arrive in the same turn of the event loop share one transaction
-// (group commit), so many creates pay for one fsync.
+// Durability: WAL with synchronous=FULL, so an acknowledged write survives power loss.
+// Throughput: writes that arrive in the same turn of the event loop share one transaction
+// (group commit), so many writes pay for one fsync. Each write runs in its own savepoint, so
+// one failing write does not take the others in its batch down with it.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrations } from './migrations.ts';
 import {
   samePlant,
+  type ConditionalWrite,
   type CreateResult,
   type NewTokenRecord,
+  type PageQuery,
+  type PlantContent,
   type PlantRecord,
   type PlantStore,
+  type Precondition,
   type TokenRecord,
 } from './types.ts';
 
-interface PendingCreate {
-  plant: PlantRecord;
-  resolve: (result: CreateResult) => void;
+interface PendingWrite {
+  work: () => unknown;
+  resolve: (result: any) => void;
   reject: (error: unknown) => void;
 }
 
@@ -34,12 +39,20 @@ interface TokenRow {
   created_at: string;
 }
 
+const PAGE_QUERIES = {
+  all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
+  byTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT ?',
+};
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
-  readonly #insertPlant: StatementSync;
-  readonly #selectPlant: StatementSync;
-  readonly #selectTokenByHash: StatementSync;
-  #pending: PendingCreate[] = [];
+  readonly #statements: Record<
+    'insertPlant' | 'selectPlant' | 'updatePlant' | 'deletePlant' | 'pageAll' | 'pageByTag' | 'selectTokenByHash',
+    StatementSync
+  >;
+  #pending: PendingWrite[] = [];
   #flushScheduled = false;
 
   constructor(path: string) {
@@ -56,35 +69,70 @@ export class SqliteStore implements PlantStore {
       this.#db.close();
       throw error;
     }
-    this.#insertPlant = this.#db.prepare(
-      'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
-    );
-    this.#selectPlant = this.#db.prepare('SELECT id, name, tag FROM plants WHERE id = ?');
-    this.#selectTokenByHash = this.#db.prepare(
-      'SELECT id, name, hint, created_at FROM api_tokens WHERE token_hash = ?',
-    );
-    for (const statement of [this.#selectPlant, this.#selectTokenByHash]) statement.setReadBigInts(true);
+    const prepare = (sql: string) => {
+      const statement = this.#db.prepare(sql);
+      statement.setReadBigInts(true);
+      return statement;
+    };
+    this.#statements = {
+      insertPlant: prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING'),
+      selectPlant: prepare('SELECT id, name, tag FROM plants WHERE id = ?'),
+      updatePlant: prepare('UPDATE plants SET name = ?, tag = ? WHERE id = ?'),
+      deletePlant: prepare('DELETE FROM plants WHERE id = ?'),
+      pageAll: prepare(PAGE_QUERIES.all),
+      pageByTag: prepare(PAGE_QUERIES.byTag),
+      selectTokenByHash: prepare('SELECT id, name, hint, created_at FROM api_tokens WHERE token_hash = ?'),
+    };
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ plant, resolve, reject });
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
-        setImmediate(() => this.#flushCreates());
-      }
+    return this.#write(() => {
+      const { changes } = this.#statements.insertPlant.run(plant.id, plant.name, plant.tag ?? null);
+      if (Number(changes) === 1) return { outcome: 'created', stored: plant };
+      const stored = this.#selectPlant(plant.id)!;
+      return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
     });
   }
 
+  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+    if (after === INT64_MAX) return [];
+    // An inclusive bound, so that "from the very first id" needs no value below int64.
+    const from = after === undefined ? INT64_MIN : after + 1n;
+    const rows =
+      tag === undefined ? this.#statements.pageAll.all(from, limit) : this.#statements.pageByTag.all(tag, from, limit);
+    return (rows as unknown as PlantRow[]).map(toPlant);
+  }
+
+  async getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    return this.#selectPlant(id);
+  }
+
+  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#write(() =>
+      this.#conditionally(id, precondition, () => {
+        this.#statements.updatePlant.run(content.name, content.tag ?? null, id);
+        return { id, ...content };
+      }),
+    );
+  }
+
+  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#write(() =>
+      this.#conditionally(id, precondition, (current) => {
+        this.#statements.deletePlant.run(id);
+        return current;
+      }),
+    );
+  }
+
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const row = this.#selectTokenByHash.get(hash) as TokenRow | undefined;
+    const row = this.#statements.selectTokenByHash.get(hash) as TokenRow | undefined;
     return row && { id: Number(row.id), name: row.name, hint: row.hint, createdAt: row.created_at };
   }
 
-  async createFirstToken(token: NewTokenRecord): Promise<boolean> {
-    return this.#transaction(() => {
-      const existing = this.#db.prepare('SELECT 1 FROM api_tokens LIMIT 1').get();
-      if (existing) return false;
+  createFirstToken(token: NewTokenRecord): Promise<boolean> {
+    return this.#write(() => {
+      if (this.#db.prepare('SELECT 1 FROM api_tokens LIMIT 1').get()) return false;
       this.#db
         .prepare('INSERT INTO api_tokens (name, token_hash, hint, created_at) VALUES (?, ?, ?, ?)')
         .run(token.name, token.hash, token.hint, new Date().toISOString());
@@ -98,41 +146,64 @@ export class SqliteStore implements PlantStore {
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
-    if (this.#pending.length > 0) this.#flushCreates();
+    this.#flushWrites();
     this.#db.close();
   }
 
-  #flushCreates(): void {
+  #selectPlant(id: bigint): PlantRecord | undefined {
+    const row = this.#statements.selectPlant.get(id) as PlantRow | undefined;
+    return row && toPlant(row);
+  }
+
+  #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => PlantRecord): ConditionalWrite {
+    const current = this.#selectPlant(id);
+    if (!current) return { outcome: 'missing' };
+    if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
+    return { outcome: 'done', plant: write(current) };
+  }
+
+  /** Queues the work for the next group commit; resolves with its result once it is on disk. */
+  #write<T>(work: () => T): Promise<T> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ work, resolve, reject });
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        setImmediate(() => this.#flushWrites());
+      }
+    });
+  }
+
+  #flushWrites(): void {
     const batch = this.#pending;
     this.#pending = [];
     this.#flushScheduled = false;
     if (batch.length === 0) return;
-    let results: CreateResult[];
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
-      results = this.#transaction(() => batch.map(({ plant }) => this.#insertOrCompare(plant)));
+      this.#db.exec('BEGIN IMMEDIATE');
+      for (const { work } of batch) outcomes.push(this.#inSavepoint(work));
+      this.#db.exec('COMMIT');
     } catch (error) {
-      for (const create of batch) create.reject(error);
+      if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      for (const { reject } of batch) reject(error);
       return;
     }
-    batch.forEach((create, index) => create.resolve(results[index]!));
+    batch.forEach(({ resolve, reject }, index) => {
+      const outcome = outcomes[index]!;
+      if (outcome.ok) resolve(outcome.value);
+      else reject(outcome.error);
+    });
   }
 
-  #insertOrCompare(plant: PlantRecord): CreateResult {
-    const { changes } = this.#insertPlant.run(plant.id, plant.name, plant.tag ?? null);
-    if (changes === 1) return { outcome: 'created', stored: plant };
-    const stored = toPlant(this.#selectPlant.get(plant.id) as unknown as PlantRow);
-    return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
-  }
-
-  #transaction<T>(work: () => T): T {
-    this.#db.exec('BEGIN IMMEDIATE');
+  #inSavepoint(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
+    this.#db.exec('SAVEPOINT write');
     try {
-      const result = work();
-      this.#db.exec('COMMIT');
-      return result;
+      const value = work();
+      this.#db.exec('RELEASE write');
+      return { ok: true, value };
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      throw error;
+      this.#db.exec('ROLLBACK TO write; RELEASE write');
+      return { ok: false, error };
     }
   }
 }

@@ -15,6 +15,24 @@ export interface CreateResult {
   stored: PlantRecord;
 }
 
+/** The content of a plant: everything but its identity. */
+export type PlantContent = Omit<PlantRecord, 'id'>;
+
+export interface PageQuery {
+  /** Only plants whose id is greater (keyset pagination: the page's cost does not grow with depth). */
+  after?: bigint;
+  tag?: string;
+  limit: number;
+}
+
+/** Decides, against the plant as stored right now, whether a conditional write may proceed. */
+export type Precondition = (current: PlantRecord) => boolean;
+
+export type ConditionalWrite =
+  | { outcome: 'done'; plant: PlantRecord }
+  | { outcome: 'missing' }
+  | { outcome: 'precondition-failed'; current: PlantRecord };
+
 export interface NewTokenRecord {
   name: string;
   /** Hex SHA-256 of the token: the store never holds a usable token. */
@@ -33,6 +51,13 @@ export interface TokenRecord {
 export interface PlantStore {
   /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult>;
+  /** Plants in ascending id order. */
+  listPlants(query: PageQuery): Promise<PlantRecord[]>;
+  getPlant(id: bigint): Promise<PlantRecord | undefined>;
+  /** Replaces name and tag; the precondition is checked in the same transaction as the write. */
+  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite>;
+  /** Deletes the plant; `plant` in the result is what was deleted. */
+  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite>;
   findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
   /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean>;

@@ -1,0 +1,37 @@
+// Conditional request headers (RFC 9110 §13): If-Match uses the strong comparison,
+// If-None-Match the weak one. A malformed list is refused rather than guessed at.
+import { HttpError } from './errors.ts';
+
+const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
+
+interface EntityTag {
+  weak: boolean;
+  opaque: string;
+}
+
+/** `*`, or the entity tags of the header; throws a 400 naming the header when it is malformed. */
+function parseEntityTags(name: string, header: string): '*' | EntityTag[] {
+  if (header.trim() === '*') return '*';
+  return header.split(',').map((part) => {
+    const tag = part.trim();
+    if (!ENTITY_TAG.test(tag)) {
+      throw new HttpError(400, `The ${name} header must be "*" or a comma-separated list of quoted ETags.`);
+    }
+    return { weak: tag.startsWith('W/'), opaque: tag.replace(/^W\//, '') };
+  });
+}
+
+/** undefined without an If-Match header; otherwise a test of the current strong ETag. */
+export function ifMatchCondition(header: string | undefined): ((currentEtag: string) => boolean) | undefined {
+  if (header === undefined) return undefined;
+  const tags = parseEntityTags('If-Match', header);
+  if (tags === '*') return () => true;
+  return (currentEtag) => tags.some((tag) => !tag.weak && tag.opaque === currentEtag);
+}
+
+/** True when If-None-Match names the current ETag (or `*`): the client's copy is fresh. */
+export function ifNoneMatchHits(header: string | undefined, currentEtag: string): boolean {
+  if (header === undefined) return false;
+  const tags = parseEntityTags('If-None-Match', header);
+  return tags === '*' || tags.some((tag) => tag.opaque === currentEtag);
+}

@@ -1,0 +1,43 @@
+// How a stored plant appears on the wire: its JSON shape, its ETag and its page cursor.
+import { createHash } from 'node:crypto';
+import type { components } from '../generated/openapi.ts';
+import { HttpError } from '../http/errors.ts';
+import type { PlantRecord } from '../store/types.ts';
+
+type Plant = components['schemas']['Plant'];
+type StoredPlant = components['schemas']['StoredPlant'];
+
+/** The published Plant shape: name, and tag only when the plant has one. */
+export function toPlant(plant: PlantRecord): Plant {
+  return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+}
+
+export function toStoredPlant(plant: PlantRecord): StoredPlant {
+  return { id: plant.id, ...toPlant(plant) };
+}
+
+/** A strong ETag of the plant's content: equal exactly when id, name and tag are. */
+export function plantEtag(plant: PlantRecord): string {
+  const content = JSON.stringify([String(plant.id), plant.name, plant.tag ?? null]);
+  return `"${createHash('sha256').update(content).digest('base64url').slice(0, 27)}"`;
+}
+
+const CURSOR_VERSION = 'p1';
+const CURSOR_TEXT = /^p1:(-?(?:0|[1-9]\d{0,18}))$/;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** An opaque cursor meaning "the plants after this id". */
+export function encodeCursor(lastId: bigint): string {
+  return Buffer.from(`${CURSOR_VERSION}:${lastId}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): bigint {
+  const match = CURSOR_TEXT.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  const id = match ? BigInt(match[1]!) : undefined;
+  // Re-encoding must give the cursor back: base64url decoding skips stray characters silently.
+  if (id === undefined || id < INT64_MIN || id > INT64_MAX || encodeCursor(id) !== cursor) {
+    throw new HttpError(400, 'The query parameter "cursor" is not a cursor this API gave out; start again without it.');
+  }
+  return id;
+}
