@@ -34,10 +34,12 @@ export function parseJson(text: string): unknown {
 /** Replaces Fastify's body parsers: JSON is the only media type the contract accepts. */
 export function useExactJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
     if (text.trim() === '') {
-      done(new HttpError(400, 'The request body is empty; send a JSON object.'), undefined);
+      // Clients often label a body-less DELETE as JSON; only an operation that takes a body needs one.
+      const expectsBody = request.routeOptions.schema?.body !== undefined;
+      done(expectsBody ? new HttpError(400, 'The request body is empty; send a JSON object.') : null, undefined);
       return;
     }
     try {
