@@ -18,7 +18,7 @@ const FILL_BATCH = 10_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 const store = new SqliteStore(join(dir, 'plants.db'));
-const app = await buildApp({ config: { apiTokens: [TOKEN], logLevel: 'warn' }, store });
+const app = await buildApp({ config: { apiTokens: [TOKEN], logLevel: 'warn', authFailuresPerMinute: 0 }, store });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { port } = app.server.address() as AddressInfo;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });

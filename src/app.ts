@@ -6,9 +6,12 @@ import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
+import { createFailureLimiter } from './http/failure-limiter.ts';
 import { createHealthHandlers } from './http/health.ts';
 import { useExactJsonBodies } from './http/json.ts';
+import { loggerOptions } from './http/logging.ts';
 import type { ServiceHandlers } from './http/operations.ts';
+import { registerRateLimit } from './http/rate-limit.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import type { PlantStore } from './store/types.ts';
@@ -19,7 +22,7 @@ export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.ur
 export const BODY_LIMIT = 64 * 1024;
 
 export interface AppDependencies {
-  config: Pick<Config, 'apiTokens' | 'logLevel'>;
+  config: Pick<Config, 'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl'>;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -27,11 +30,7 @@ export interface AppDependencies {
 
 export async function buildApp({ config, store, logStream }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
-      ...(logStream && { stream: logStream }),
-    },
+    logger: loggerOptions(config.logLevel, logStream),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     frameworkErrors: frameworkErrorHandler,
@@ -40,7 +39,11 @@ export async function buildApp({ config, store, logStream }: AppDependencies): P
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT });
   useExactJsonBodies(app);
-  const bearerAuth = await createBearerAuth(app, createTokenVerifier({ staticTokens: config.apiTokens, store }));
+  const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store });
+  app.addHook('onClose', () => verifier.close());
+  const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000 });
+  const bearerAuth = await createBearerAuth(app, { verifier, failures });
+  await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl });
   adaptGlueRoutes(app);
   await registerDocs(app, SPEC_PATH);
 

@@ -7,6 +7,12 @@ export interface Config {
   databaseUrl: string;
   apiTokens: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Requests per minute per token; undefined: no limit. */
+  rateLimitPerMinute?: number;
+  /** Shares the rate-limit budget between instances when set. */
+  redisUrl?: string;
+  /** Failed authentications per minute per address before 429; 0: no limit. */
+  authFailuresPerMinute: number;
 }
 
 interface RawEnv {
@@ -15,6 +21,9 @@ interface RawEnv {
   DATABASE_URL: string;
   API_TOKENS: string;
   LOG_LEVEL: Config['logLevel'];
+  RATE_LIMIT_PER_MINUTE?: number;
+  REDIS_URL?: string;
+  AUTH_FAILURES_PER_MINUTE: number;
 }
 
 const schema = {
@@ -29,6 +38,9 @@ const schema = {
       enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       default: 'info',
     },
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1 },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
   },
 } as const;
 
@@ -38,7 +50,7 @@ export class ConfigError extends Error {}
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let raw: RawEnv;
   try {
-    raw = envSchema<RawEnv>({ schema, data: { ...env }, env: false, dotenv: false });
+    raw = envSchema<RawEnv>({ schema, data: withoutBlanks(env), env: false, dotenv: false });
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${explain((error as Error).message)}`);
   }
@@ -48,7 +60,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: raw.DATABASE_URL,
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
+    authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
+    ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
+    ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
   };
+}
+
+// An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
+function withoutBlanks(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
 }
 
 // Short or space-laden tokens are almost always a paste mistake; refuse them at boot.

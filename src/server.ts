@@ -8,12 +8,12 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl);
   const app = await buildApp({ config, store });
-  app.addHook('onClose', () => store.close());
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       app.log.info({ signal }, 'shutting down');
-      app.close().then(
+      // The store closes last: closing the app still writes (pending last-use times of tokens).
+      app.close().then(() => store.close()).then(
         () => process.exit(0),
         (error: unknown) => {
           app.log.error({ err: error }, 'shutdown failed');

@@ -28,7 +28,7 @@ t.test('an unknown token is 401 invalid_token', async (t) => {
     const response = await createPlant(t, app, VALID, { authorization: `Bearer ${token}` });
     t.equal(response.statusCode, 401, token);
     t.match(response.headers['www-authenticate'], /^Bearer realm="plants", error="invalid_token"/);
-    t.same(response.json(), { error: 401n, message: 'The bearer token is not valid.' });
+    t.same(response.json(), { error: 401n, message: 'The bearer token is not valid: unknown, revoked or expired.' });
   }
   const blank = await createPlant(t, app, VALID, { authorization: 'Bearer ' });
   t.equal(blank.statusCode, 401, 'an empty token');

@@ -18,6 +18,7 @@ t.test('defaults when nothing is set', async (t) => {
     databaseUrl: 'sqlite:./data/plants.db',
     apiTokens: [],
     logLevel: 'info',
+    authFailuresPerMinute: 100,
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -30,6 +31,9 @@ t.test('each variable is read', async (t) => {
       DATABASE_URL: 'sqlite:/var/lib/plants/plants.db',
       API_TOKENS: 'token-aaaaaaaaaaaaaaaa',
       LOG_LEVEL: 'debug',
+      RATE_LIMIT_PER_MINUTE: '600',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      AUTH_FAILURES_PER_MINUTE: '0',
     }),
     {
       host: '0.0.0.0',
@@ -37,8 +41,23 @@ t.test('each variable is read', async (t) => {
       databaseUrl: 'sqlite:/var/lib/plants/plants.db',
       apiTokens: ['token-aaaaaaaaaaaaaaaa'],
       logLevel: 'debug',
+      rateLimitPerMinute: 600,
+      redisUrl: 'redis://127.0.0.1:6379',
+      authFailuresPerMinute: 0,
     },
   );
+  t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');
+});
+
+t.test('rate-limit variables are validated', async (t) => {
+  for (const [env, variable] of [
+    [{ RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE'],
+    [{ RATE_LIMIT_PER_MINUTE: 'many' }, 'RATE_LIMIT_PER_MINUTE'],
+    [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
+    [{ AUTH_FAILURES_PER_MINUTE: '-1' }, 'AUTH_FAILURES_PER_MINUTE'],
+  ] as const) {
+    t.throws(() => loadConfig(env), { name: 'Error', message: new RegExp(variable) }, JSON.stringify(env));
+  }
 });
 
 t.test('PORT is parsed into a number within 0..65535', async (t) => {

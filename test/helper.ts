@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
-import { buildApp } from '../src/app.ts';
+import { buildApp, type AppDependencies } from '../src/app.ts';
 import { parseJson } from '../src/http/json.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { contractProblems } from './contract.ts';
@@ -20,14 +20,16 @@ export interface Built {
   logs: () => string;
 }
 
-export async function build(t: Test, options: { logLevel?: 'info' | 'debug'; apiTokens?: string[] } = {}): Promise<Built> {
+export type TestConfig = Partial<AppDependencies['config']>;
+
+export async function build(t: Test, options: TestConfig = {}): Promise<Built> {
   const dbPath = join(t.testdir(), 'plants.db');
   const store = new SqliteStore(dbPath);
   let logText = '';
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));
   const app = await buildApp({
-    config: { apiTokens: options.apiTokens ?? [TOKEN], logLevel: options.logLevel ?? 'silent' },
+    config: { apiTokens: [TOKEN], logLevel: 'silent', authFailuresPerMinute: 100, ...options },
     store,
     logStream,
   });

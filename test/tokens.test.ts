@@ -4,7 +4,7 @@ import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { ensureFirstToken, FIRST_TOKEN_NAME } from '../src/tokens/bootstrap.ts';
 import { generateToken, hasValidChecksum, hashToken, tokenHint } from '../src/tokens/format.ts';
-import { createTokenVerifier } from '../src/tokens/verifier.ts';
+import { createTokenVerifier, type TokenVerifier, type VerifierOptions } from '../src/tokens/verifier.ts';
 
 const ISSUED = /^pst_[0-9A-Za-z]{49}$/;
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -20,6 +20,13 @@ function openStore(t: Test): SqliteStore {
 function mistype(token: string, position: number): string {
   const next = ALPHABET[(ALPHABET.indexOf(token[position]!) + 1) % ALPHABET.length]!;
   return token.slice(0, position) + next + token.slice(position + 1);
+}
+
+/** A verifier closed when the test ends, as a plain function. */
+function verifierFor(t: Test, options: VerifierOptions): TokenVerifier['verify'] {
+  const verifier = createTokenVerifier(options);
+  t.teardown(() => verifier.close());
+  return (token) => verifier.verify(token);
 }
 
 /** The store with every findTokenByHash call recorded; every other method passes through. */
@@ -96,17 +103,17 @@ t.test('tokenHint shows the prefix and the last four characters only', async (t)
 });
 
 t.test('createTokenVerifier: a static token may start with pst_ without carrying a checksum', async (t) => {
-  const verify = createTokenVerifier({ staticTokens: ['pst_operator-chosen-token'], store: openStore(t) });
-  t.same(await verify('pst_operator-chosen-token'), { name: 'API_TOKENS[0]', source: 'static' });
+  const verify = verifierFor(t, { staticTokens: ['pst_operator-chosen-token'], store: openStore(t) });
+  t.same(await verify('pst_operator-chosen-token'), { key: 'static:0', name: 'API_TOKENS[0]', scopes: ['*'] });
   t.equal(await verify('pst_operator-chosen-tokeN'), undefined, 'a near miss is still refused');
 });
 
 t.test('createTokenVerifier: static tokens', async (t) => {
   const staticTokens = ['static-token-alpha-0001', 'static-token-bravo-0002'];
   const { store, lookups } = recordingLookups(openStore(t));
-  const verify = createTokenVerifier({ staticTokens, store });
-  t.same(await verify('static-token-alpha-0001'), { name: 'API_TOKENS[0]', source: 'static' });
-  t.same(await verify('static-token-bravo-0002'), { name: 'API_TOKENS[1]', source: 'static' });
+  const verify = verifierFor(t, { staticTokens, store });
+  t.same(await verify('static-token-alpha-0001'), { key: 'static:0', name: 'API_TOKENS[0]', scopes: ['*'] }, 'every scope');
+  t.same(await verify('static-token-bravo-0002'), { key: 'static:1', name: 'API_TOKENS[1]', scopes: ['*'] });
   const others = [
     '',
     'static-token-alpha-000',
@@ -133,8 +140,8 @@ t.test('createTokenVerifier: a token stored by ensureFirstToken', async (t) => {
   const token = await ensureFirstToken(sqlite, []);
   if (!token) throw new Error('ensureFirstToken created no token on an empty store');
   const { store, lookups } = recordingLookups(sqlite);
-  const verify = createTokenVerifier({ staticTokens: [], store });
-  t.same(await verify(token), { name: FIRST_TOKEN_NAME, source: 'stored' });
+  const verify = verifierFor(t, { staticTokens: [], store });
+  t.same(await verify(token), { key: 'token:1', name: FIRST_TOKEN_NAME, scopes: ['*'] }, 'the first-start token has every scope');
   t.same(lookups, [hashToken(token)], 'looked up by its hash, never by the token');
 
   lookups.length = 0;

@@ -178,9 +178,46 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request is malformed; the message names the offending field */
+        /**
+         * @description The request is malformed; the message names the offending field. Malformed credentials
+         *     (several tokens or `Authorization` headers, a token in the query string) also carry
+         *     `WWW-Authenticate: Bearer realm="plants", error="invalid_request"`.
+         */
         BadRequest: {
             headers: {
+                /** @description Present for malformed credentials */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The token lacks a scope this operation needs */
+        Forbidden: {
+            headers: {
+                /** @description `Bearer realm="plants", error="insufficient_scope", scope="<the scopes needed>"` */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Too many requests with this token (when `RATE_LIMIT_PER_MINUTE` is set), or too many failed
+         *     authentications from this address; retry after `Retry-After` seconds
+         */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds until a retry may succeed */
+                "Retry-After"?: number;
+                /** @description Requests allowed per window */
+                "X-RateLimit-Limit"?: number;
+                /** @description Requests left in the window */
+                "X-RateLimit-Remaining"?: number;
+                /** @description Seconds until the window resets */
+                "X-RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -296,6 +333,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -337,6 +376,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description A plant with this `id` already exists with different content */
             409: {
                 headers: {
@@ -348,6 +388,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -386,7 +427,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -428,10 +471,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -459,8 +504,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };

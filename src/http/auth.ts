@@ -1,10 +1,15 @@
-// The `bearerAuth` security handler named in openapi.yaml. @fastify/bearer-auth parses the header
-// (scheme compared case-insensitively, as RFC 9110 says); we add the RFC 6750 WWW-Authenticate
-// challenge and the Error body. app.ts runs it as an onRequest hook, before the body is validated.
+// The `bearerAuth` security handler named in openapi.yaml. It receives the scopes the operation's
+// security requirement lists, so what each operation needs is written once, in the contract.
+// @fastify/bearer-auth parses the header (scheme compared case-insensitively, as RFC 9110 says);
+// around it we refuse malformed credentials (RFC 6750), slow failure bursts per address, check
+// scopes, and answer with RFC 6750 challenges. app.ts runs it as an onRequest hook, before the
+// body is parsed or validated.
 import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { missingScopes } from '../tokens/scopes.ts';
 import type { Principal, TokenVerifier } from '../tokens/verifier.ts';
 import { HttpError } from './errors.ts';
+import type { FailureLimiter } from './failure-limiter.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,10 +19,14 @@ declare module 'fastify' {
 
 export const REALM = 'plants';
 const CHALLENGE = `Bearer realm="${REALM}"`;
+const ONE_BEARER_TOKEN = /^bearer +[^\s,]+ *$/i;
 
 export type SecurityHandler = (request: FastifyRequest, reply: FastifyReply, scopes: string[]) => Promise<void>;
 
-export async function createBearerAuth(app: FastifyInstance, verify: TokenVerifier): Promise<SecurityHandler> {
+export async function createBearerAuth(
+  app: FastifyInstance,
+  options: { verifier: TokenVerifier; failures: FailureLimiter },
+): Promise<SecurityHandler> {
   app.decorateRequest('principal', null);
   await app.register(fastifyBearerAuth, {
     keys: [],
@@ -25,15 +34,55 @@ export async function createBearerAuth(app: FastifyInstance, verify: TokenVerifi
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'debug',
     auth: async (token, request) => {
-      request.principal = (await verify(token)) ?? null;
+      request.principal = (await options.verifier.verify(token)) ?? null;
       return request.principal !== null;
     },
   });
   const verifyBearerAuth = app.verifyBearerAuth!;
-  return (request, reply) =>
-    new Promise((resolve, reject) => {
+  const authenticate = (request: FastifyRequest, reply: FastifyReply) =>
+    new Promise<void>((resolve, reject) => {
       verifyBearerAuth(request, reply, (error) => (error ? reject(toAuthError(error, request)) : resolve()));
     });
+
+  return async (request, reply, scopes) => {
+    refuseMalformedCredentials(request);
+    const retryAfter = options.failures.blockedFor(request.ip);
+    if (retryAfter !== undefined) {
+      throw new HttpError(429, `Too many failed authentications from this address; retry in ${retryAfter} seconds.`, {
+        'retry-after': String(retryAfter),
+      });
+    }
+    try {
+      await authenticate(request, reply);
+    } catch (error) {
+      if (error instanceof HttpError) options.failures.recordFailure(request.ip);
+      throw error;
+    }
+    const missing = missingScopes(request.principal!.scopes, scopes);
+    if (missing.length > 0) {
+      throw new HttpError(403, `This token lacks the scope ${missing.join(' and ')} that this operation needs.`, {
+        'www-authenticate': `${CHALLENGE}, error="insufficient_scope", scope="${scopes.join(' ')}"`,
+      });
+    }
+  };
+}
+
+// RFC 6750: credentials must come once, in the header, as one token; anything else is ambiguous
+// and never authenticates (a proxy and the service might otherwise read different tokens).
+function refuseMalformedCredentials(request: FastifyRequest): void {
+  const invalid = (message: string) =>
+    new HttpError(400, message, { 'www-authenticate': `${CHALLENGE}, error="invalid_request"` });
+  if (Object.hasOwn(request.query as object, 'access_token')) {
+    throw invalid('Send the token in the Authorization header; a token in the query string is never accepted.');
+  }
+  const { rawHeaders } = request.raw;
+  let headers = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') headers++;
+  if (headers > 1) throw invalid('Send exactly one Authorization header.');
+  const header = request.headers.authorization ?? '';
+  if (/^bearer /i.test(header) && header.trim().length > 'bearer'.length && !ONE_BEARER_TOKEN.test(header)) {
+    throw invalid('Send exactly one bearer token: "Authorization: Bearer <token>".');
+  }
 }
 
 function toAuthError(error: Error, request: FastifyRequest): Error {
@@ -48,7 +97,7 @@ function toAuthError(error: Error, request: FastifyRequest): Error {
           'www-authenticate': CHALLENGE,
         });
       }
-      return new HttpError(401, 'The bearer token is not valid.', {
+      return new HttpError(401, 'The bearer token is not valid: unknown, revoked or expired.', {
         'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="The bearer token is not valid"`,
       });
     default:

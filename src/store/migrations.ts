@@ -30,4 +30,14 @@ export const migrations: readonly Migration[] = [
     name: 'index plants by tag for filtered pages',
     sqlite: 'CREATE INDEX plants_by_tag ON plants (tag, id);',
   },
+  {
+    version: 3,
+    name: 'token scopes, expiry, revocation and last use',
+    sqlite: `
+      ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';
+      ALTER TABLE api_tokens ADD COLUMN expires_at TEXT;
+      ALTER TABLE api_tokens ADD COLUMN revoked_at TEXT;
+      ALTER TABLE api_tokens ADD COLUMN last_used_at TEXT;
+    `,
+  },
 ];

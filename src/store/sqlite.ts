@@ -18,6 +18,7 @@ import {
   type PlantStore,
   type Precondition,
   type TokenRecord,
+  TokenNameTakenError,
 } from './types.ts';
 
 interface PendingWrite {
@@ -36,8 +37,14 @@ interface TokenRow {
   id: bigint;
   name: string;
   hint: string;
+  scopes: string;
   created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
 }
+
+const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
 
 const PAGE_QUERIES = {
   all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
@@ -49,7 +56,15 @@ const INT64_MAX = 2n ** 63n - 1n;
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
   readonly #statements: Record<
-    'insertPlant' | 'selectPlant' | 'updatePlant' | 'deletePlant' | 'pageAll' | 'pageByTag' | 'selectTokenByHash',
+    | 'insertPlant'
+    | 'selectPlant'
+    | 'updatePlant'
+    | 'deletePlant'
+    | 'pageAll'
+    | 'pageByTag'
+    | 'selectTokenByHash'
+    | 'insertToken'
+    | 'touchToken',
     StatementSync
   >;
   #pending: PendingWrite[] = [];
@@ -81,7 +96,14 @@ export class SqliteStore implements PlantStore {
       deletePlant: prepare('DELETE FROM plants WHERE id = ?'),
       pageAll: prepare(PAGE_QUERIES.all),
       pageByTag: prepare(PAGE_QUERIES.byTag),
-      selectTokenByHash: prepare('SELECT id, name, hint, created_at FROM api_tokens WHERE token_hash = ?'),
+      selectTokenByHash: prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`),
+      insertToken: prepare(
+        `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
+      ),
+      touchToken: prepare(
+        'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+      ),
     };
   }
 
@@ -111,7 +133,7 @@ export class SqliteStore implements PlantStore {
     return this.#write(() =>
       this.#conditionally(id, precondition, () => {
         this.#statements.updatePlant.run(content.name, content.tag ?? null, id);
-        return { id, ...content };
+        return content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
       }),
     );
   }
@@ -127,16 +149,41 @@ export class SqliteStore implements PlantStore {
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
     const row = this.#statements.selectTokenByHash.get(hash) as TokenRow | undefined;
-    return row && { id: Number(row.id), name: row.name, hint: row.hint, createdAt: row.created_at };
+    return row && toToken(row);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
     return this.#write(() => {
       if (this.#db.prepare('SELECT 1 FROM api_tokens LIMIT 1').get()) return false;
-      this.#db
-        .prepare('INSERT INTO api_tokens (name, token_hash, hint, created_at) VALUES (?, ?, ?, ?)')
-        .run(token.name, token.hash, token.hint, new Date().toISOString());
+      this.#insertToken(token);
       return true;
+    });
+  }
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    return this.#write(() => this.#insertToken(token));
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    const rows = this.#db.prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow[];
+    return rows.map(toToken);
+  }
+
+  revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
+    const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
+    return this.#write(() => {
+      const row = this.#db
+        .prepare(
+          `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN_COLUMNS}`,
+        )
+        .get(new Date().toISOString(), nameOrId) as TokenRow | undefined;
+      return row && toToken(row);
+    });
+  }
+
+  recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
+    return this.#write(() => {
+      for (const [id, at] of uses) this.#statements.touchToken.run(at, id, at);
     });
   }
 
@@ -148,6 +195,19 @@ export class SqliteStore implements PlantStore {
     if (!this.#db.isOpen) return;
     this.#flushWrites();
     this.#db.close();
+  }
+
+  #insertToken(token: NewTokenRecord): TokenRecord {
+    const row = this.#statements.insertToken.get(
+      token.name,
+      token.hash,
+      token.hint,
+      (token.scopes ?? ['*']).join(' '),
+      token.expiresAt ?? null,
+      new Date().toISOString(),
+    ) as TokenRow | undefined;
+    if (!row) throw new TokenNameTakenError(token.name);
+    return toToken(row);
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
@@ -210,6 +270,19 @@ export class SqliteStore implements PlantStore {
 
 function toPlant(row: PlantRow): PlantRecord {
   return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+}
+
+function toToken(row: TokenRow): TokenRecord {
+  return {
+    id: Number(row.id),
+    name: row.name,
+    hint: row.hint,
+    scopes: row.scopes.split(' '),
+    createdAt: row.created_at,
+    ...(row.last_used_at !== null && { lastUsedAt: row.last_used_at }),
+    ...(row.expires_at !== null && { expiresAt: row.expires_at }),
+    ...(row.revoked_at !== null && { revokedAt: row.revoked_at }),
+  };
 }
 
 /** Applies pending migrations in one immediate transaction, so two processes starting together serialize. */

@@ -39,13 +39,27 @@ export interface NewTokenRecord {
   hash: string;
   /** What a person may see to recognise the token, e.g. `pst_…abcd`. */
   hint: string;
+  /** Scopes granted; `*` grants every scope, present and future. Defaults to `*`. */
+  scopes?: string[];
+  /** ISO 8601 instant after which the token no longer works. */
+  expiresAt?: string;
 }
 
 export interface TokenRecord {
   id: number;
   name: string;
   hint: string;
+  scopes: string[];
   createdAt: string;
+  lastUsedAt?: string;
+  expiresAt?: string;
+  revokedAt?: string;
+}
+
+export class TokenNameTakenError extends Error {
+  constructor(name: string) {
+    super(`A token named "${name}" already exists; token names are unique.`);
+  }
 }
 
 export interface PlantStore {
@@ -61,6 +75,14 @@ export interface PlantStore {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
   /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean>;
+  /** Rejects with TokenNameTakenError when the name is in use. */
+  createToken(token: NewTokenRecord): Promise<TokenRecord>;
+  /** Every token, revoked and expired ones included, oldest first. */
+  listTokens(): Promise<TokenRecord[]>;
+  /** Revokes the token with this name, or this id when `nameOrId` is all digits; undefined when none. */
+  revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
+  /** Records when tokens were last used; called in batches, never once per request. */
+  recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,27 +1,87 @@
-// Decides whether a presented bearer token is one we issued or were configured with.
+// Decides whether a presented bearer token is one we issued or were configured with, and what it
+// may do. Stored tokens are cached briefly, so verification rarely touches the store while
+// revocation still reaches every instance within CACHE_TTL_MS; last-use times are written in
+// batches every LAST_USED_FLUSH_MS, never once per request.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { PlantStore } from '../store/types.ts';
+import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum, hashToken } from './format.ts';
+import { ALL_SCOPES } from './scopes.ts';
 
 export interface Principal {
+  /** Stable key for per-token rate limits: `static:<index>` or `token:<id>`. */
+  key: string;
   /** A name for logs: never the token itself. */
   name: string;
-  source: 'static' | 'stored';
+  scopes: readonly string[];
 }
 
-export type TokenVerifier = (token: string) => Promise<Principal | undefined>;
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal | undefined>;
+  /** Writes pending last-use times; call on shutdown. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
 
-export function createTokenVerifier(options: { staticTokens: readonly string[]; store: PlantStore }): TokenVerifier {
+export interface VerifierOptions {
+  staticTokens: readonly string[];
+  store: PlantStore;
+  cacheTtlMs?: number;
+  lastUsedFlushMs?: number;
+  now?: () => number;
+}
+
+const CACHE_TTL_MS = 2_000;
+const LAST_USED_FLUSH_MS = 10_000;
+const CACHE_LIMIT = 10_000;
+
+export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
+  const { store, cacheTtlMs = CACHE_TTL_MS, lastUsedFlushMs = LAST_USED_FLUSH_MS, now = Date.now } = options;
   const staticDigests = options.staticTokens.map(sha256);
-  return async (token) => {
-    if (token === '') return undefined;
-    const staticIndex = constantTimeIndex(staticDigests, sha256(token));
-    if (staticIndex >= 0) return { name: `API_TOKENS[${staticIndex}]`, source: 'static' };
-    // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
-    if (!hasValidChecksum(token)) return undefined;
-    const stored = await options.store.findTokenByHash(hashToken(token));
-    return stored && { name: stored.name, source: 'stored' };
+  const cache = new Map<string, { record: TokenRecord | undefined; until: number }>();
+  const lastUsed = new Map<number, string>();
+  const flushTimer = setInterval(() => void flush().catch(() => undefined), lastUsedFlushMs).unref();
+
+  async function lookUp(hash: string): Promise<TokenRecord | undefined> {
+    const cached = cache.get(hash);
+    if (cached && cached.until > now()) return cached.record;
+    const record = await store.findTokenByHash(hash);
+    if (cache.size >= CACHE_LIMIT) cache.clear(); // a flood of distinct tokens must not grow memory
+    // Unknown tokens are cached too: a flood of one bad token costs one lookup per TTL, and a
+    // token created meanwhile works at most cacheTtlMs later.
+    cache.set(hash, { record, until: now() + cacheTtlMs });
+    return record;
+  }
+
+  async function flush(): Promise<void> {
+    if (lastUsed.size === 0) return;
+    const batch = new Map(lastUsed);
+    lastUsed.clear();
+    await store.recordTokenUse(batch);
+  }
+
+  return {
+    async verify(token) {
+      if (token === '') return undefined;
+      const staticIndex = constantTimeIndex(staticDigests, sha256(token));
+      if (staticIndex >= 0) return { key: `static:${staticIndex}`, name: `API_TOKENS[${staticIndex}]`, scopes: [ALL_SCOPES] };
+      // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
+      if (!hasValidChecksum(token)) return undefined;
+      const record = await lookUp(hashToken(token));
+      if (!record || !isUsable(record, now())) return undefined;
+      lastUsed.set(record.id, new Date(now()).toISOString());
+      return { key: `token:${record.id}`, name: record.name, scopes: record.scopes };
+    },
+    flush,
+    async close() {
+      clearInterval(flushTimer);
+      await flush();
+    },
   };
+}
+
+function isUsable(record: TokenRecord, now: number): boolean {
+  if (record.revokedAt !== undefined) return false;
+  return record.expiresAt === undefined || Date.parse(record.expiresAt) > now;
 }
 
 function sha256(value: string): Buffer {
