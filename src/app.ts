@@ -26,9 +26,11 @@ export interface AppDependencies {
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
+  /** Milliseconds since the epoch; tests move it to cross cache windows without waiting. */
+  clock?: () => number;
 }
 
-export async function buildApp({ config, store, logStream }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, store, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
     bodyLimit: BODY_LIMIT,
@@ -39,9 +41,9 @@ export async function buildApp({ config, store, logStream }: AppDependencies): P
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT });
   useExactJsonBodies(app);
-  const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store });
+  const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });
   app.addHook('onClose', () => verifier.close());
-  const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000 });
+  const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000, now: clock });
   const bearerAuth = await createBearerAuth(app, { verifier, failures });
   await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl });
   adaptGlueRoutes(app);

@@ -22,9 +22,9 @@ export interface Built {
 
 export type TestConfig = Partial<AppDependencies['config']>;
 
-export async function build(t: Test, options: TestConfig = {}): Promise<Built> {
+export async function build(t: Test, options: TestConfig = {}, deps: { store?: SqliteStore; clock?: () => number } = {}): Promise<Built> {
   const dbPath = join(t.testdir(), 'plants.db');
-  const store = new SqliteStore(dbPath);
+  const store = deps.store ?? new SqliteStore(dbPath);
   let logText = '';
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));
@@ -32,6 +32,7 @@ export async function build(t: Test, options: TestConfig = {}): Promise<Built> {
     config: { apiTokens: [TOKEN], logLevel: 'silent', authFailuresPerMinute: 100, ...options },
     store,
     logStream,
+    ...(deps.clock && { clock: deps.clock }),
   });
   t.teardown(async () => {
     await app.close();
