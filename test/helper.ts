@@ -15,6 +15,7 @@ export const AUTH = { authorization: `Bearer ${TOKEN}` };
 export interface Built {
   app: FastifyInstance;
   store: SqliteStore;
+  /** The store's file, when build opened the store itself. */
   dbPath: string;
   /** Every log line written so far. */
   logs: () => string;
@@ -23,7 +24,8 @@ export interface Built {
 export type TestConfig = Partial<AppDependencies['config']>;
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: SqliteStore; clock?: () => number } = {}): Promise<Built> {
-  const dbPath = join(t.testdir(), 'plants.db');
+  // t.testdir() empties the test's directory, so it is made only for a store of our own.
+  const dbPath = deps.store ? '' : join(t.testdir(), 'plants.db');
   const store = deps.store ?? new SqliteStore(dbPath);
   let logText = '';
   const logStream = new PassThrough();

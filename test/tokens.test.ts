@@ -104,7 +104,7 @@ t.test('tokenHint shows the prefix and the last four characters only', async (t)
 
 t.test('createTokenVerifier: a static token may start with pst_ without carrying a checksum', async (t) => {
   const verify = verifierFor(t, { staticTokens: ['pst_operator-chosen-token'], store: openStore(t) });
-  t.same(await verify('pst_operator-chosen-token'), { key: 'static:0', name: 'API_TOKENS[0]', scopes: ['*'] });
+  t.same(await verify('pst_operator-chosen-token'), { key: hashToken('pst_operator-chosen-token').slice(0, 32), name: 'API_TOKENS[0]', scopes: ['*'] });
   t.equal(await verify('pst_operator-chosen-tokeN'), undefined, 'a near miss is still refused');
 });
 
@@ -112,8 +112,8 @@ t.test('createTokenVerifier: static tokens', async (t) => {
   const staticTokens = ['static-token-alpha-0001', 'static-token-bravo-0002'];
   const { store, lookups } = recordingLookups(openStore(t));
   const verify = verifierFor(t, { staticTokens, store });
-  t.same(await verify('static-token-alpha-0001'), { key: 'static:0', name: 'API_TOKENS[0]', scopes: ['*'] }, 'every scope');
-  t.same(await verify('static-token-bravo-0002'), { key: 'static:1', name: 'API_TOKENS[1]', scopes: ['*'] });
+  t.same(await verify('static-token-alpha-0001'), { key: hashToken('static-token-alpha-0001').slice(0, 32), name: 'API_TOKENS[0]', scopes: ['*'] }, 'every scope');
+  t.same(await verify('static-token-bravo-0002'), { key: hashToken('static-token-bravo-0002').slice(0, 32), name: 'API_TOKENS[1]', scopes: ['*'] });
   const others = [
     '',
     'static-token-alpha-000',
@@ -141,7 +141,7 @@ t.test('createTokenVerifier: a token stored by ensureFirstToken', async (t) => {
   if (!token) throw new Error('ensureFirstToken created no token on an empty store');
   const { store, lookups } = recordingLookups(sqlite);
   const verify = verifierFor(t, { staticTokens: [], store });
-  t.same(await verify(token), { key: 'token:1', name: FIRST_TOKEN_NAME, scopes: ['*'] }, 'the first-start token has every scope');
+  t.same(await verify(token), { key: hashToken(token).slice(0, 32), name: FIRST_TOKEN_NAME, scopes: ['*'] }, 'the first-start token has every scope');
   t.same(lookups, [hashToken(token)], 'looked up by its hash, never by the token');
 
   lookups.length = 0;

@@ -4,11 +4,11 @@
 // batches every LAST_USED_FLUSH_MS, never once per request.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
-import { hasValidChecksum, hashToken } from './format.ts';
+import { hasValidChecksum } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
 
 export interface Principal {
-  /** Stable key for per-token rate limits: `static:<index>` or `token:<id>`. */
+  /** Stable key for per-token rate limits, the same on every instance: a prefix of the token's SHA-256. */
   key: string;
   /** A name for logs: never the token itself. */
   name: string;
@@ -62,14 +62,16 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   return {
     async verify(token) {
       if (token === '') return undefined;
-      const staticIndex = constantTimeIndex(staticDigests, sha256(token));
-      if (staticIndex >= 0) return { key: `static:${staticIndex}`, name: `API_TOKENS[${staticIndex}]`, scopes: [ALL_SCOPES] };
+      const digest = sha256(token);
+      const key = digest.toString('hex', 0, 16);
+      const staticIndex = constantTimeIndex(staticDigests, digest);
+      if (staticIndex >= 0) return { key, name: `API_TOKENS[${staticIndex}]`, scopes: [ALL_SCOPES] };
       // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
       if (!hasValidChecksum(token)) return undefined;
-      const record = await lookUp(hashToken(token));
+      const record = await lookUp(digest.toString('hex'));
       if (!record || !isUsable(record, now())) return undefined;
       lastUsed.set(record.id, new Date(now()).toISOString());
-      return { key: `token:${record.id}`, name: record.name, scopes: record.scopes };
+      return { key, name: record.name, scopes: record.scopes };
     },
     flush,
     async close() {
