@@ -14,7 +14,7 @@ import type { ServiceHandlers } from './http/operations.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
-import type { PlantStore } from './store/types.ts';
+import { StoreUnavailableError, type PlantStore } from './store/types.ts';
 import { createTokenVerifier } from './tokens/verifier.ts';
 
 export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
@@ -39,7 +39,7 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
     clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
-  installErrorHandling(app, { bodyLimit: BODY_LIMIT });
+  installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
   useExactJsonBodies(app);
   const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });
   app.addHook('onClose', () => verifier.close());

@@ -5,6 +5,8 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string;
+  /** Connections each instance keeps to PostgreSQL. */
+  databasePoolSize: number;
   apiTokens: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per token; undefined: no limit. */
@@ -19,6 +21,7 @@ interface RawEnv {
   HOST: string;
   PORT: number;
   DATABASE_URL: string;
+  DATABASE_POOL_SIZE: number;
   API_TOKENS: string;
   LOG_LEVEL: Config['logLevel'];
   RATE_LIMIT_PER_MINUTE?: number;
@@ -32,6 +35,7 @@ const schema = {
     HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     DATABASE_URL: { type: 'string', minLength: 1, default: 'sqlite:./data/plants.db' },
+    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     API_TOKENS: { type: 'string', default: '' },
     LOG_LEVEL: {
       type: 'string',
@@ -58,6 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: raw.HOST,
     port: raw.PORT,
     databaseUrl: raw.DATABASE_URL,
+    databasePoolSize: raw.DATABASE_POOL_SIZE,
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,

@@ -6,7 +6,10 @@ import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, {
+    poolSize: config.databasePoolSize,
+    onConnectionError: reportConnectionError,
+  });
   const app = await buildApp({ config, store });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -30,6 +33,12 @@ async function main(): Promise<void> {
   // Created only once listening succeeded: a token made by a start that then failed would never be shown.
   const firstToken = await ensureFirstToken(store, config.apiTokens);
   if (firstToken) announceFirstToken(firstToken, { ...config, port });
+}
+
+// Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs.
+function reportConnectionError(error: Error, retryInMs?: number): void {
+  const msg = retryInMs === undefined ? 'database connection lost' : `database unreachable; retrying in ${retryInMs} ms`;
+  process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
 }
 
 // Shown once, on the start that created it; only its hash is stored, so it cannot be shown again.

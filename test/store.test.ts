@@ -170,7 +170,7 @@ t.test('openStore("sqlite:<path>") opens a store, creating missing directories',
 });
 
 t.test('openStore refuses a URL of an unknown kind without echoing its password', async (t) => {
-  for (const url of ['mysql://u:secret@h/db', 'postgres://h/db?password=secret', 'mysql://u:se/cret@h/db', 'mysql://u:p@secret@h/db']) {
+  for (const url of ['mysql://u:secret@h/db', 'mysql://h/db?password=secret', 'mysql://u:se/cret@h/db', 'mysql://u:p@secret@h/db']) {
     const error = await openStore(url).then(
       () => undefined,
       (error: unknown) => error,
@@ -178,7 +178,7 @@ t.test('openStore refuses a URL of an unknown kind without echoing its password'
     t.ok(error instanceof DatabaseUrlError, 'a DatabaseUrlError');
     const { message } = error as Error;
     t.match(message, /DATABASE_URL/, 'the message names DATABASE_URL');
-    t.match(message, /got a "(mysql|postgres):" URL/, 'and the kind of URL it got');
+    t.match(message, /got a "mysql:" URL/, 'and the kind of URL it got');
     t.notOk(/secret|cret/.test(message), `the password is not echoed: ${message}`);
   }
 });

@@ -24,9 +24,17 @@ export class HttpError extends Error {
 
 const INTERNAL_ERROR = 'The service failed to handle this request; it has been logged.';
 
-export function installErrorHandling(app: FastifyInstance, options: { bodyLimit: number }): void {
+export interface ErrorHandlingOptions {
+  bodyLimit: number;
+  /** Recognises failures of a dependency that may pass (a lost database connection): 503, not 500. */
+  isUnavailable: (error: unknown) => boolean;
+}
+
+const UNAVAILABLE = 'The service cannot reach its store right now; retry shortly.';
+
+export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const failure = toHttpError(error, request, options.bodyLimit);
+    const failure = toHttpError(error, request, options);
     if (failure.statusCode >= 500) {
       request.log.error({ err: error }, 'request failed');
     } else {
@@ -74,9 +82,12 @@ function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
   return reply.code(failure.statusCode).headers(failure.headers).type('application/json').send(body);
 }
 
-function toHttpError(error: FastifyError, request: FastifyRequest, bodyLimit: number): HttpError {
+function toHttpError(error: FastifyError, request: FastifyRequest, options: ErrorHandlingOptions): HttpError {
   if (error instanceof HttpError) return error;
-  if (isSecurityError(error)) return securityFailure(error);
+  const cause = isSecurityError(error) ? securityCause(error) : error;
+  if (cause instanceof HttpError) return cause;
+  if (options.isUnavailable(cause)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
+  if (cause !== error) return new HttpError(500, INTERNAL_ERROR);
   if (error.validation) return new HttpError(400, error.message);
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -85,7 +96,7 @@ function toHttpError(error: FastifyError, request: FastifyRequest, bodyLimit: nu
         `The Content-Type "${request.headers['content-type'] ?? ''}" is not supported; send application/json.`,
       );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new HttpError(413, `The request body is larger than the limit of ${bodyLimit} bytes.`);
+      return new HttpError(413, `The request body is larger than the limit of ${options.bodyLimit} bytes.`);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new HttpError(400, 'The Content-Length header does not match the body.');
   }
@@ -95,15 +106,15 @@ function toHttpError(error: FastifyError, request: FastifyRequest, bodyLimit: nu
 }
 
 // fastify-openapi-glue wraps what a security handler threw in a SecurityError listing the causes.
-// A cause that is not an HttpError is a failure of ours (say, the store), not the client's.
 // The class is exported at run time but typed as an interface only, so recognise it by shape.
 function isSecurityError(error: Error): error is SecurityError {
   return error.name === 'Unauthorized' && Array.isArray((error as Partial<SecurityError>).errors);
 }
 
-function securityFailure(error: SecurityError): HttpError {
+/** The client's fault (an HttpError) when there is one; otherwise ours (say, the store failed). */
+function securityCause(error: SecurityError): unknown {
   const causes: unknown[] = error.errors;
-  return causes.find((cause): cause is HttpError => cause instanceof HttpError) ?? new HttpError(500, INTERNAL_ERROR);
+  return causes.find((cause) => cause instanceof HttpError) ?? causes[0];
 }
 
 function sentence(message: string): string {

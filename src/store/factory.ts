@@ -1,13 +1,22 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
+import { PostgresStore, type PostgresOptions } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { PlantStore } from './types.ts';
 
 export class DatabaseUrlError extends Error {}
 
-export async function openStore(databaseUrl: string): Promise<PlantStore> {
+export type StoreOptions = Partial<PostgresOptions>;
+
+const DEFAULT_POOL_SIZE = 10;
+
+export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
   if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl));
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    return PostgresStore.open(databaseUrl, { poolSize: DEFAULT_POOL_SIZE, ...options });
+  }
   throw new DatabaseUrlError(
-    `DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db); got a "${scheme(databaseUrl)}" URL.`,
+    'DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db) or ' +
+      `postgres://user:password@host:5432/database; got a "${scheme(databaseUrl)}" URL.`,
   );
 }
 

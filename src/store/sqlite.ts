@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrations } from './migrations.ts';
 import {
+  pageStart,
   samePlant,
   type ConditionalWrite,
   type CreateResult,
@@ -18,6 +19,7 @@ import {
   type PlantStore,
   type Precondition,
   type TokenRecord,
+  StoreUnavailableError,
   TokenNameTakenError,
 } from './types.ts';
 
@@ -50,8 +52,6 @@ const PAGE_QUERIES = {
   all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   byTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT ?',
 };
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
@@ -117,9 +117,9 @@ export class SqliteStore implements PlantStore {
   }
 
   async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
-    if (after === INT64_MAX) return [];
     // An inclusive bound, so that "from the very first id" needs no value below int64.
-    const from = after === undefined ? INT64_MIN : after + 1n;
+    const from = pageStart(after);
+    if (from === undefined) return [];
     const rows =
       tag === undefined ? this.#statements.pageAll.all(from, limit) : this.#statements.pageByTag.all(tag, from, limit);
     return (rows as unknown as PlantRow[]).map(toPlant);
@@ -245,7 +245,9 @@ export class SqliteStore implements PlantStore {
       this.#db.exec('COMMIT');
     } catch (error) {
       if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      for (const { reject } of batch) reject(error);
+      // Another process holding the write lock past busy_timeout is a passing condition: 503, not 500.
+      const failure = isBusy(error) ? new StoreUnavailableError(error) : error;
+      for (const { reject } of batch) reject(failure);
       return;
     }
     batch.forEach(({ resolve, reject }, index) => {
@@ -266,6 +268,12 @@ export class SqliteStore implements PlantStore {
       return { ok: false, error };
     }
   }
+}
+
+const SQLITE_BUSY = 5;
+
+function isBusy(error: unknown): boolean {
+  return ((error as { errcode?: number })?.errcode ?? 0) % 256 === SQLITE_BUSY;
 }
 
 function toPlant(row: PlantRow): PlantRecord {

@@ -56,6 +56,14 @@ export interface TokenRecord {
   revokedAt?: string;
 }
 
+/** The database cannot be reached right now (connection lost, refused, busy); the request may be retried. */
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`The store is unavailable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}
+
 export class TokenNameTakenError extends Error {
   constructor(name: string) {
     super(`A token named "${name}" already exists; token names are unique.`);
@@ -86,6 +94,15 @@ export interface PlantStore {
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** The inclusive lowest id of the page after `after`; undefined when no id can follow it. */
+export function pageStart(after?: bigint): bigint | undefined {
+  if (after === undefined) return INT64_MIN;
+  return after === INT64_MAX ? undefined : after + 1n;
 }
 
 export function samePlant(a: PlantRecord, b: PlantRecord): boolean {

@@ -1,0 +1,321 @@
+// PlantStore on PostgreSQL (or a wire-compatible distributed SQL engine) through `pg`.
+// Every instance of the service may share one database: uniqueness, identical-replay checks and
+// conditional writes are decided by the database inside one statement or transaction, so racing
+// instances get exactly one winner. Migrations run under an advisory lock at startup.
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { migrations } from './migrations.ts';
+import {
+  pageStart,
+  samePlant,
+  StoreUnavailableError,
+  TokenNameTakenError,
+  type ConditionalWrite,
+  type CreateResult,
+  type NewTokenRecord,
+  type PageQuery,
+  type PlantContent,
+  type PlantRecord,
+  type PlantStore,
+  type Precondition,
+  type TokenRecord,
+} from './types.ts';
+
+export interface PostgresOptions {
+  poolSize: number;
+  /** Told about each lost or refused connection; at startup, also how long until the next try. */
+  onConnectionError?: (error: Error, retryInMs?: number) => void;
+  /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s). */
+  startupAttempts?: number;
+}
+
+interface PlantRow {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+interface TokenRow {
+  id: bigint;
+  name: string;
+  hint: string;
+  scopes: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const INT8_OID = 20;
+const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
+// Arbitrary constants naming our advisory locks; only their distinctness matters.
+const MIGRATION_LOCK = 7_240_318_001;
+const FIRST_TOKEN_LOCK = 7_240_318_002;
+
+// int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers.
+const exactTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => BigInt(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export class PostgresStore implements PlantStore {
+  readonly #pool: pg.Pool;
+  #closed = false;
+
+  private constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresStore> {
+    const pool = new pg.Pool({
+      connectionString: databaseUrl,
+      max: options.poolSize,
+      types: exactTypes,
+      connectionTimeoutMillis: 5_000,
+    });
+    // An idle connection that dies must be reported, never crash the process; the pool replaces it.
+    pool.on('error', (error) => options.onConnectionError?.(error));
+    try {
+      await withStartupRetry(() => migrate(pool), options);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return new PostgresStore(pool);
+  }
+
+  async createPlant(plant: PlantRecord): Promise<CreateResult> {
+    for (;;) {
+      const inserted = await this.#query(
+        'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+        [String(plant.id), plant.name, plant.tag ?? null],
+      );
+      if (inserted.rowCount === 1) return { outcome: 'created', stored: plant };
+      // A new statement sees the row that won (READ COMMITTED); if it was deleted meanwhile, insert again.
+      const stored = await this.getPlant(plant.id);
+      if (stored) return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
+    }
+  }
+
+  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+    const from = pageStart(after);
+    if (from === undefined) return [];
+    const { rows } =
+      tag === undefined
+        ? await this.#query<PlantRow>('SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [String(from), limit])
+        : await this.#query<PlantRow>('SELECT id, name, tag FROM plants WHERE tag = $1 AND id >= $2 ORDER BY tag, id LIMIT $3', [
+            tag,
+            String(from),
+            limit,
+          ]);
+    return rows.map(toPlant);
+  }
+
+  async getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    const { rows } = await this.#query<PlantRow>('SELECT id, name, tag FROM plants WHERE id = $1', [String(id)]);
+    return rows[0] && toPlant(rows[0]);
+  }
+
+  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#conditionally(id, precondition, async (client) => {
+      await client.query('UPDATE plants SET name = $1, tag = $2 WHERE id = $3', [content.name, content.tag ?? null, String(id)]);
+      return content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+    });
+  }
+
+  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#conditionally(id, precondition, async (client, current) => {
+      await client.query('DELETE FROM plants WHERE id = $1', [String(id)]);
+      return current;
+    });
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
+    const { rows } = await this.#query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = $1`, [hash]);
+    return rows[0] && toToken(rows[0]);
+  }
+
+  createFirstToken(token: NewTokenRecord): Promise<boolean> {
+    return this.#transaction(async (client) => {
+      // Two instances starting on an empty database must not both create a first token.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [FIRST_TOKEN_LOCK]);
+      const { rowCount } = await client.query('SELECT 1 FROM api_tokens LIMIT 1');
+      if (rowCount) return false;
+      await insertToken(client, token);
+      return true;
+    });
+  }
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    return this.#transaction((client) => insertToken(client, token));
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    const { rows } = await this.#query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`);
+    return rows.map(toToken);
+  }
+
+  async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
+    const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
+    const { rows } = await this.#query<TokenRow>(
+      `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE ${column} = $1 RETURNING ${TOKEN_COLUMNS}`,
+      [nameOrId],
+    );
+    return rows[0] && toToken(rows[0]);
+  }
+
+  async recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
+    if (uses.size === 0) return;
+    await this.#query(
+      `UPDATE api_tokens AS t SET last_used_at = u.at
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, at)
+        WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at)`,
+      [[...uses.keys()].map(String), [...uses.values()]],
+    );
+  }
+
+  async ping(): Promise<void> {
+    await this.#query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+
+  async #query<Row extends object = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    try {
+      return await this.#pool.query<Row>(sql, params);
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+  }
+
+  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      client.release();
+      return result;
+    } catch (error) {
+      const broken = isConnectionError(error);
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+      client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
+      throw unavailableOr(error);
+    }
+  }
+
+  #conditionally(
+    id: bigint,
+    precondition: Precondition | undefined,
+    write: (client: pg.PoolClient, current: PlantRecord) => Promise<PlantRecord>,
+  ): Promise<ConditionalWrite> {
+    return this.#transaction(async (client) => {
+      // FOR UPDATE holds the row until commit, so the precondition sees what the write will change.
+      const { rows } = await client.query<PlantRow>('SELECT id, name, tag FROM plants WHERE id = $1 FOR UPDATE', [String(id)]);
+      if (!rows[0]) return { outcome: 'missing' };
+      const current = toPlant(rows[0]);
+      if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
+      return { outcome: 'done', plant: await write(client, current) };
+    });
+  }
+}
+
+async function insertToken(client: pg.PoolClient, token: NewTokenRecord): Promise<TokenRecord> {
+  const { rows } = await client.query<TokenRow>(
+    `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, now())
+     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
+    [token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null],
+  );
+  if (!rows[0]) throw new TokenNameTakenError(token.name);
+  return toToken(rows[0]);
+}
+
+/** Applies pending migrations while holding an advisory lock, so instances starting together take turns. */
+async function migrate(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
+    const current = rows[0]?.version ?? 0;
+    const latest = migrations.at(-1)?.version ?? 0;
+    if (current > latest) {
+      throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
+    }
+    for (const migration of migrations.filter((m) => m.version > current)) {
+      await client.query('BEGIN');
+      try {
+        await client.query(migration.postgres);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
+      }
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    client.release();
+  }
+}
+
+async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
+  const attempts = options.startupAttempts ?? 8;
+  let delay = 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isConnectionError(error) || attempt >= attempts) throw unavailableOr(error);
+      options.onConnectionError?.(error as Error, delay);
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+// SQLSTATE class 08 (connection exception), 57P0x (server shutting down), 53300 (too many
+// connections), socket errors, and pg's own messages for a dropped or timed-out connection.
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P0') || code === '53300' || CONNECTION_ERROR_CODES.has(code))) {
+    return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|connection error|Cannot use a pool after calling end/i.test(
+    (error as Error)?.message ?? '',
+  );
+}
+
+function unavailableOr(error: unknown): unknown {
+  return isConnectionError(error) && !(error instanceof StoreUnavailableError) ? new StoreUnavailableError(error) : error;
+}
+
+function toPlant(row: PlantRow): PlantRecord {
+  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+}
+
+function toToken(row: TokenRow): TokenRecord {
+  return {
+    id: Number(row.id),
+    name: row.name,
+    hint: row.hint,
+    scopes: row.scopes.split(' '),
+    createdAt: row.created_at.toISOString(),
+    ...(row.last_used_at !== null && { lastUsedAt: row.last_used_at.toISOString() }),
+    ...(row.expires_at !== null && { expiresAt: row.expires_at.toISOString() }),
+    ...(row.revoked_at !== null && { revokedAt: row.revoked_at.toISOString() }),
+  };
+}
