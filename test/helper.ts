@@ -6,15 +6,21 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
 import { buildApp, type AppDependencies } from '../src/app.ts';
 import { parseJson } from '../src/http/json.ts';
+import { openStore } from '../src/store/factory.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import type { PlantStore } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
+import { freshSchemaUrl } from './postgres.ts';
 
 export const TOKEN = 'test-token-0123456789abcdef';
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
 
+/** Which driver build() opens: `sqlite` (the default) or `postgres` (see test/http-postgres.test.ts). */
+export const TEST_DRIVER = process.env.PLANT_STORE_TEST_DRIVER === 'postgres' ? 'postgres' : 'sqlite';
+
 export interface Built {
   app: FastifyInstance;
-  store: SqliteStore;
+  store: PlantStore;
   /** The store's file, when build opened the store itself. */
   dbPath: string;
   /** Every log line written so far. */
@@ -23,10 +29,10 @@ export interface Built {
 
 export type TestConfig = Partial<AppDependencies['config']>;
 
-export async function build(t: Test, options: TestConfig = {}, deps: { store?: SqliteStore; clock?: () => number } = {}): Promise<Built> {
+export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {
   // t.testdir() empties the test's directory, so it is made only for a store of our own.
-  const dbPath = deps.store ? '' : join(t.testdir(), 'plants.db');
-  const store = deps.store ?? new SqliteStore(dbPath);
+  const dbPath = deps.store || TEST_DRIVER === 'postgres' ? '' : join(t.testdir(), 'plants.db');
+  const store = deps.store ?? (TEST_DRIVER === 'postgres' ? await openStore(await freshSchemaUrl(), { poolSize: 4 }) : new SqliteStore(dbPath));
   let logText = '';
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));

@@ -6,10 +6,11 @@ import { DatabaseSync } from 'node:sqlite';
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import type { PlantStore } from '../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { AUTH, TOKEN, build, createPlant } from './helper.ts';
 
-async function issue(store: SqliteStore, name: string, scopes: string[], expiresAt?: string): Promise<string> {
+async function issue(store: PlantStore, name: string, scopes: string[], expiresAt?: string): Promise<string> {
   const token = generateToken();
   await store.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes, ...(expiresAt && { expiresAt }) });
   return token;

@@ -61,6 +61,8 @@ const exactTypes = {
 export class PostgresStore implements PlantStore {
   readonly #pool: pg.Pool;
   #closed = false;
+  /** Operations under way; close() lets them finish before ending the pool. */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -181,18 +183,34 @@ export class PostgresStore implements PlantStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.allSettled(this.#inFlight);
     await this.#pool.end();
   }
 
-  async #query<Row extends object = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    try {
-      return await this.#pool.query<Row>(sql, params);
-    } catch (error) {
-      throw unavailableOr(error);
-    }
+  #query<Row extends object = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    return this.#track(async () => {
+      try {
+        return await this.#pool.query<Row>(sql, params);
+      } catch (error) {
+        throw unavailableOr(error);
+      }
+    });
   }
 
-  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.#track(() => this.#inTransaction(work));
+  }
+
+  #track<T>(operation: () => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('The store is closed.'));
+    const running = operation();
+    this.#inFlight.add(running);
+    const forget = () => this.#inFlight.delete(running);
+    running.then(forget, forget);
+    return running;
+  }
+
+  async #inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.#pool.connect();

@@ -1,0 +1,82 @@
+// The store contract on PostgreSQL, plus what only a shared server has: migrations raced by
+// instances starting together, startup retries, and connections lost under a running store.
+import t, { type Test } from 'tap';
+import pg from 'pg';
+import { migrations } from '../src/store/migrations.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
+import { StoreUnavailableError } from '../src/store/types.ts';
+import { storeContract } from './store-contract.ts';
+import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
+
+const options = await postgresTestOptions();
+
+async function openFresh(t: Test, url?: string): Promise<PostgresStore> {
+  const store = await PostgresStore.open(url ?? (await freshSchemaUrl()), { poolSize: 4 });
+  t.teardown(() => store.close());
+  return store;
+}
+
+t.test('postgres', options, async (t) => {
+  await storeContract(t, 'postgres', (t) => openFresh(t));
+
+  t.test('instances starting at the same moment migrate once, without failing', async (t) => {
+    const url = await freshSchemaUrl();
+    const stores = await Promise.all(Array.from({ length: 6 }, () => openFresh(t, url)));
+    t.equal(stores.length, 6, 'every instance opened');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    t.teardown(() => client.end());
+    const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
+    t.same(rows.map((row) => row.version), migrations.map((m) => m.version), 'each version applied exactly once');
+    t.equal((await stores[0]!.createPlant({ id: 1n, name: 'x' })).outcome, 'created');
+    t.equal((await stores[5]!.createPlant({ id: 1n, name: 'y' })).outcome, 'conflict', 'they share one database');
+  });
+
+  t.test('racing instances creating one id: exactly one winner', async (t) => {
+    const url = await freshSchemaUrl();
+    const [a, b] = await Promise.all([openFresh(t, url), openFresh(t, url)]);
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).createPlant({ id: 9_007_199_254_740_993n, name: `contender ${i}` })),
+    );
+    t.equal(results.filter((r) => r.outcome === 'created').length, 1, 'one created');
+    t.equal(results.filter((r) => r.outcome === 'conflict').length, 39, 'the rest conflict');
+  });
+
+  t.test('an unreachable server is retried with backoff at startup, then reported', async (t) => {
+    const retries: number[] = [];
+    const failure = await PostgresStore.open('postgres://root@127.0.0.1:1/none', {
+      poolSize: 1,
+      startupAttempts: 3,
+      onConnectionError: (_error, retryInMs) => retries.push(retryInMs!),
+    }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    t.type(failure, StoreUnavailableError, 'gives up with StoreUnavailableError');
+    t.same(retries, [250, 500], 'two retries, the delay doubling');
+  });
+
+  t.test('a lost connection is reported, never crashes, and the pool reconnects', async (t) => {
+    const url = await freshSchemaUrl();
+    const lost: Error[] = [];
+    const store = await PostgresStore.open(url, { poolSize: 2, onConnectionError: (error) => lost.push(error) });
+    t.teardown(() => store.close());
+    await store.createPlant({ id: 1n, name: 'before' });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    t.teardown(() => admin.end());
+    const { rowCount } = await admin.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    t.ok(rowCount! >= 1, `terminated ${rowCount} connection(s) of the store`);
+    // The pool learns of the loss on its own (an 'error' event), or the next query does.
+    const next = await store.getPlant(1n).then(
+      (plant) => plant,
+      (error: unknown) => error,
+    );
+    if (next instanceof Error) t.type(next, StoreUnavailableError, 'a query on a dead connection is StoreUnavailableError');
+    t.same(await store.getPlant(1n), { id: 1n, name: 'before' }, 'then the pool serves again on a new connection');
+    await store.ping();
+    t.ok(lost.length >= 1 || next instanceof StoreUnavailableError, 'the loss was reported');
+  });
+});
