@@ -156,13 +156,13 @@ export interface components {
             id: bigint;
         };
         /** @description A plant as the store holds it; a Plant with its id */
-        StoredPlant: components["schemas"]["Plant"] & {
+        StoredPlant: {
             /**
              * Format: int64
              * @description Identification number of the plant
              */
             id: bigint;
-        };
+        } & components["schemas"]["Plant"];
         Error: {
             /**
              * Format: int32

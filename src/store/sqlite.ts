@@ -73,10 +73,11 @@ export class SqliteStore implements PlantStore {
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new DatabaseSync(path);
+    // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
     this.#db.exec(`
+      PRAGMA busy_timeout = 5000;
       PRAGMA journal_mode = WAL;
       PRAGMA synchronous = FULL;
-      PRAGMA busy_timeout = 5000;
     `);
     try {
       applyMigrations(this.#db);
