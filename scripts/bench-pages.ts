@@ -1,6 +1,8 @@
 // Page latency at two store sizes (npm run bench:pages). Fills a fresh store with 1,000 and then
 // 1,000,000 plants and times, over a real socket, the first page and a deep page of GET /plants,
 // unfiltered and filtered by tag. Keyset pagination should make the four figures size-independent.
+// A fresh SQLite file by default; BENCH_DATABASE_URL=postgres://... names an empty PostgreSQL
+// database (or schema) to fill instead.
 import { request, Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
 import { encodeCursor } from '../src/plants/representation.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { openStore } from '../src/store/factory.ts';
 
 const SIZES = [1_000, 1_000_000];
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 500);
@@ -17,13 +19,14 @@ const TOKEN = 'bench-token-0123456789abcdef';
 const FILL_BATCH = 10_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
-const store = new SqliteStore(join(dir, 'plants.db'));
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'plants.db')}`;
+const store = await openStore(databaseUrl, { poolSize: 20 });
 const app = await buildApp({ config: { apiTokens: [TOKEN], logLevel: 'warn', authFailuresPerMinute: 0 }, store });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { port } = app.server.address() as AddressInfo;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-console.log(`GET /plants page latency, limit ${PAGE}, ${SAMPLES} sequential requests each, one keep-alive connection`);
+console.log(`GET /plants page latency on ${databaseUrl.split(':')[0]}, limit ${PAGE}, ${SAMPLES} sequential requests each, one keep-alive connection`);
 console.log(`${'plants'.padStart(10)}  ${'page'.padEnd(28)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}`);
 let filled = 0;
 for (const size of SIZES) {
