@@ -1,9 +1,9 @@
 // npm run token -- create|list|revoke: manage API tokens in the store named by DATABASE_URL.
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../src/app.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { DatabaseUrlError, openStore } from '../src/store/factory.ts';
+import { loadConfig } from '../src/config.ts';
+import { SPEC_PATH } from '../src/spec-path.ts';
+import { openStore } from '../src/store/factory.ts';
 import { runTokenCommand } from '../src/tokens/cli.ts';
 import { scopesInSpec } from '../src/tokens/scopes.ts';
 
@@ -22,7 +22,7 @@ try {
     await store.close();
   }
 } catch (error) {
-  if (!(error instanceof ConfigError || error instanceof DatabaseUrlError)) throw error;
-  process.stderr.write(`${error.message}\n`);
+  // An operator's command: one line saying what failed (configuration, a locked or unreachable store).
+  process.stderr.write(`token: ${(error as Error)?.message ?? String(error)}\n`);
   process.exitCode = 1;
 }

@@ -1,5 +1,4 @@
 // buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
-import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import type { Config } from './config.ts';
@@ -14,10 +13,11 @@ import type { ServiceHandlers } from './http/operations.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
+import { SPEC_PATH } from './spec-path.ts';
 import { StoreUnavailableError, type PlantStore } from './store/types.ts';
 import { createTokenVerifier } from './tokens/verifier.ts';
 
-export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+export { SPEC_PATH };
 /** Documented in openapi.yaml as the 413 limit. */
 export const BODY_LIMIT = 64 * 1024;
 

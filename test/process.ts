@@ -119,3 +119,36 @@ export async function runToExit(t: Test, env: ServerEnv): Promise<Exit & { stdou
   const exit = await server.exited;
   return { ...exit, stdout: server.stdout(), stderr: server.stderr() };
 }
+
+/** Runs `node <script> ...args` from the repository root until it exits; kills it if the test ends first. */
+export async function runScript(
+  t: Test,
+  script: string,
+  args: readonly string[],
+  env: ServerEnv,
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
+  let done = false;
+  const exited = new Promise<Exit>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      done = true;
+      resolve({ code, signal });
+    });
+  });
+  t.teardown(async () => {
+    if (!done) {
+      child.kill('SIGKILL');
+      await exited.catch(() => undefined);
+    }
+  });
+  const exit = await exited;
+  return { ...exit, ...output };
+}

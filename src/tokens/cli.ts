@@ -57,11 +57,12 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
 }
 
 async function create(args: string[], context: CliContext): Promise<number> {
-  const { values } = parse(args, {
+  const { values, positionals } = parse(args, {
     name: { type: 'string' },
     scope: { type: 'string', multiple: true },
     expires: { type: 'string' },
   });
+  if (positionals.length > 0) throw new UsageError(`create takes only options, not "${positionals.join(' ')}".`);
   const name = values.name as string | undefined;
   if (name === undefined || !NAME.test(name)) {
     throw new UsageError('--name is required: a letter, then up to 63 letters, digits, ".", "_" or "-".');
@@ -87,7 +88,7 @@ async function create(args: string[], context: CliContext): Promise<number> {
 }
 
 async function list(args: string[], context: CliContext): Promise<number> {
-  parse(args, {});
+  if (parse(args, {}).positionals.length > 0) throw new UsageError('list takes no arguments.');
   const now = context.now?.() ?? new Date();
   const rows = (await context.store.listTokens()).map((token) => [
     String(token.id),
