@@ -284,7 +284,7 @@ t.test('refusals: exit 1 when refused, 2 on usage errors; nothing stored, no tok
       args: ['list'],
       code: 1,
       stderr: [/^token: /],
-      env: { DATABASE_URL: 'sqlite:/proc/no-such-dir/plants.db' },
+      env: { DATABASE_URL: 'sqlite:/dev/null/plants/plants.db' },
     },
     {
       name: 'a bad DATABASE_URL',
