@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { encodeCursor } from '../src/plants/representation.ts';
 import { openStore } from '../src/store/factory.ts';
 
@@ -21,7 +22,10 @@ const FILL_BATCH = 10_000;
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'plants.db')}`;
 const store = await openStore(databaseUrl, { poolSize: 20 });
-const app = await buildApp({ config: { apiTokens: [TOKEN], logLevel: 'warn', authFailuresPerMinute: 0 }, store });
+const app = await buildApp({
+  config: { apiTokens: [TOKEN], logLevel: 'warn', authFailuresPerMinute: 0, webhooks: loadConfig({}).webhooks },
+  store,
+});
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { port } = app.server.address() as AddressInfo;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });

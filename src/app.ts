@@ -16,13 +16,15 @@ import { createPlantHandlers } from './plants/handlers.ts';
 import { SPEC_PATH } from './spec-path.ts';
 import { StoreUnavailableError, type PlantStore } from './store/types.ts';
 import { createTokenVerifier } from './tokens/verifier.ts';
+import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { createWebhookHandlers } from './webhooks/handlers.ts';
 
 export { SPEC_PATH };
 /** Documented in openapi.yaml as the 413 limit. */
 export const BODY_LIMIT = 64 * 1024;
 
 export interface AppDependencies {
-  config: Pick<Config, 'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl'>;
+  config: Pick<Config, 'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks'>;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -49,8 +51,20 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
   adaptGlueRoutes(app);
   await registerDocs(app, SPEC_PATH);
 
+  const dispatcher = new WebhookDispatcher({
+    store,
+    log: app.log,
+    ...config.webhooks,
+    deliveredRetentionMs: config.webhooks.retentionMs,
+    now: clock,
+  });
+  app.addHook('onReady', () => dispatcher.start());
+  app.addHook('onClose', () => dispatcher.stop());
+
   const handlers: ServiceHandlers = {
-    ...createPlantHandlers({ store }),
+    // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
+    ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
+    ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks }),
     ...createHealthHandlers({ ping: () => store.ping() }),
     ...createDocsHandlers(app),
   };

@@ -1,5 +1,6 @@
 // Environment -> typed, validated configuration. Fails at boot with a message naming the variable.
 import { envSchema } from 'env-schema';
+import { parseDuration } from './duration.ts';
 
 export interface Config {
   host: string;
@@ -15,6 +16,16 @@ export interface Config {
   redisUrl?: string;
   /** Failed authentications per minute per address before 429; 0: no limit. */
   authFailuresPerMinute: number;
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  allowPrivateNetworks: boolean;
+  /** Delays between delivery attempts, in milliseconds. */
+  retryScheduleMs: number[];
+  timeoutMs: number;
+  /** How long delivered deliveries stay listed before they are pruned. */
+  retentionMs: number;
 }
 
 interface RawEnv {
@@ -27,6 +38,10 @@ interface RawEnv {
   RATE_LIMIT_PER_MINUTE?: number;
   REDIS_URL?: string;
   AUTH_FAILURES_PER_MINUTE: number;
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
+  WEBHOOK_RETRY_SCHEDULE: string;
+  WEBHOOK_TIMEOUT: string;
+  WEBHOOK_RETENTION: string;
 }
 
 const schema = {
@@ -45,6 +60,10 @@ const schema = {
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
+    WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
+    WEBHOOK_RETENTION: { type: 'string', default: '1h' },
   },
 } as const;
 
@@ -66,6 +85,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
+    webhooks: {
+      allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
+      timeoutMs: durations('WEBHOOK_TIMEOUT', [raw.WEBHOOK_TIMEOUT])[0]!,
+      retentionMs: durations('WEBHOOK_RETENTION', [raw.WEBHOOK_RETENTION])[0]!,
+    },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
   };
@@ -74,6 +99,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
 function withoutBlanks(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
+}
+
+function durations(variable: string, texts: string[]): number[] {
+  const values = texts.map(parseDuration);
+  if (values.some((value) => value === undefined)) {
+    throw new ConfigError(`Invalid configuration: ${variable} takes durations such as 250ms, 5s, 5m, 2h or 1d, comma-separated for a schedule`);
+  }
+  return values as number[];
 }
 
 // Short or space-laden tokens are almost always a paste mistake; refuse them at boot.

@@ -9,13 +9,6 @@ import { parseJson } from '../src/http/json.ts';
 import { contractProblems } from './contract.ts';
 import { TOKEN } from './helper.ts';
 
-declare global {
-  interface JSON {
-    /** Node 24: a value JSON.stringify writes as the given text (here: int64 digits). */
-    rawJSON(text: string): unknown;
-  }
-}
-
 /** Responses whose json() keeps int64 exact, as a bigint-aware client would parse them. */
 class ExactJsonResponse extends Response {
   override json = async (): Promise<any> => parseJson(await this.text());

@@ -20,6 +20,12 @@ t.test('defaults when nothing is set', async (t) => {
     apiTokens: [],
     logLevel: 'info',
     authFailuresPerMinute: 100,
+    webhooks: {
+      allowPrivateNetworks: false,
+      retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
+      timeoutMs: 10_000,
+      retentionMs: 3_600_000,
+    },
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -36,6 +42,10 @@ t.test('each variable is read', async (t) => {
       RATE_LIMIT_PER_MINUTE: '600',
       REDIS_URL: 'redis://127.0.0.1:6379',
       AUTH_FAILURES_PER_MINUTE: '0',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m',
+      WEBHOOK_TIMEOUT: '3s',
+      WEBHOOK_RETENTION: '0s',
     }),
     {
       host: '0.0.0.0',
@@ -47,6 +57,7 @@ t.test('each variable is read', async (t) => {
       rateLimitPerMinute: 600,
       redisUrl: 'redis://127.0.0.1:6379',
       authFailuresPerMinute: 0,
+      webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
     },
   );
   t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');
@@ -58,6 +69,9 @@ t.test('rate-limit variables are validated', async (t) => {
     [{ RATE_LIMIT_PER_MINUTE: 'many' }, 'RATE_LIMIT_PER_MINUTE'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL'],
     [{ AUTH_FAILURES_PER_MINUTE: '-1' }, 'AUTH_FAILURES_PER_MINUTE'],
+    [{ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, 'WEBHOOK_RETRY_SCHEDULE'],
+    [{ WEBHOOK_TIMEOUT: '10' }, 'WEBHOOK_TIMEOUT'],
+    [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
   ] as const) {
     t.throws(() => loadConfig(env), { name: 'Error', message: new RegExp(variable) }, JSON.stringify(env));
   }

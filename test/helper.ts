@@ -27,7 +27,16 @@ export interface Built {
   logs: () => string;
 }
 
-export type TestConfig = Partial<AppDependencies['config']>;
+type AppConfig = AppDependencies['config'];
+export type TestConfig = Partial<Omit<AppConfig, 'webhooks'>> & { webhooks?: Partial<AppConfig['webhooks']> };
+
+/** Production defaults, but a short retry schedule and timeout so webhook tests finish quickly. */
+export const TEST_WEBHOOKS: AppConfig['webhooks'] = {
+  allowPrivateNetworks: false,
+  retryScheduleMs: [50, 50, 50],
+  timeoutMs: 2_000,
+  retentionMs: 3_600_000,
+};
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {
   // t.testdir() empties the test's directory, so it is made only for a store of our own.
@@ -37,7 +46,13 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
   const logStream = new PassThrough();
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));
   const app = await buildApp({
-    config: { apiTokens: [TOKEN], logLevel: 'silent', authFailuresPerMinute: 100, ...options },
+    config: {
+      apiTokens: [TOKEN],
+      logLevel: 'silent',
+      authFailuresPerMinute: 100,
+      ...options,
+      webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
+    },
     store,
     logStream,
     ...(deps.clock && { clock: deps.clock }),

@@ -63,6 +63,81 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List subscriptions
+         * @description Every subscription, oldest first, without secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe to events
+         * @description Registers a target URL for events (all of them when `events` is absent). The answer carries
+         *     the subscription's signing secret, shown only here. Targets that resolve to loopback,
+         *     private, link-local or cloud-metadata addresses are refused unless the operator set
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unsubscribe
+         * @description Removes the subscription and its pending deliveries.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Recent deliveries of a subscription
+         * @description Deliveries newest first: pending ones with their next attempt, delivered ones (kept for
+         *     `WEBHOOK_RETENTION` after delivery), and failed ones after the last attempt of
+         *     `WEBHOOK_RETRY_SCHEDULE` (kept seven days).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -138,7 +213,72 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "plant.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was added
+         * @description Sent to each subscription for `plant.created` when `POST /plants` creates a plant (an
+         *     identical replay sends nothing). The body is the published `NewPlant`. Deliveries follow
+         *     the Standard Webhooks specification: verify `webhook-signature` with the subscription's
+         *     secret over `webhook-id`, `webhook-timestamp` and the raw body, using any Standard
+         *     Webhooks library. `webhook-id` stays the same across retries; use it to ignore duplicates.
+         */
+        post: operations["plantCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.replaced": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was replaced
+         * @description Sent when `PUT /plants/{id}` replaces a plant; the body is the plant as now stored. Signed and retried as `plant.created`.
+         */
+        post: operations["plantReplaced"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was deleted
+         * @description Sent when `DELETE /plants/{id}` deletes a plant; the body is the plant as it was. Signed and retried as `plant.created`.
+         */
+        post: operations["plantDeleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Plant: {
@@ -163,6 +303,57 @@ export interface components {
              */
             id: bigint;
         } & components["schemas"]["Plant"];
+        /** @enum {string} */
+        WebhookEvent: "plant.created" | "plant.replaced" | "plant.deleted";
+        NewWebhook: {
+            /**
+             * Format: uri
+             * @description Where deliveries are POSTed (http or https)
+             */
+            url: string;
+            /** @description The events to receive; all of them when absent */
+            events?: components["schemas"]["WebhookEvent"][];
+        };
+        Webhook: {
+            /** Format: int64 */
+            id: bigint;
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** @description False once the receiver answered 410 Gone */
+            enabled: boolean;
+            disabledReason?: string;
+        };
+        WebhookWithSecret: components["schemas"]["Webhook"] & {
+            /** @description The signing secret (`whsec_…`), shown only in this answer */
+            secret: string;
+        };
+        WebhookDelivery: {
+            /** @description The message id, sent as `webhook-id` */
+            id: string;
+            event: components["schemas"]["WebhookEvent"];
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            /** Format: int32 */
+            attempts: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            lastAttemptAt?: string;
+            /**
+             * Format: int32
+             * @description The HTTP status of the last attempt, when the receiver answered
+             */
+            lastResponseStatus?: number;
+            /** @description Why the last attempt failed, when it did */
+            lastError?: string;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is tried next
+             */
+            nextAttemptAt?: string;
+        };
         Error: {
             /**
              * Format: int32
@@ -229,6 +420,15 @@ export interface components {
             headers: {
                 /** @description `Bearer realm="plants"`, with `error="invalid_token"` for an unknown token */
                 "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description There is no subscription with this id */
+        WebhookNotFound: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -303,6 +503,16 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The subscription's id */
+        WebhookId: bigint;
+        /** @description The message id, the same on every retry of this delivery */
+        WebhookIdHeader: string;
+        /** @description Unix seconds when this attempt was signed */
+        WebhookTimestampHeader: string;
+        /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+        WebhookSignatureHeader: string;
+        /** @description The event type, e.g. `plant.created` */
+        WebhookEventHeader: string;
         /** @description Proceed only while the plant has one of these ETags (`*`, any); otherwise 412 */
         IfMatch: string;
     };
@@ -527,6 +737,132 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscriptions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/hooks/plants",
+                 *       "events": [
+                 *         "plant.created"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            /** @description The subscription, with its signing secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription was removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of deliveries to return */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The subscription's id */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -602,6 +938,120 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+        };
+    };
+    plantCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id, the same on every retry of this delivery */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /** @description The event type, e.g. `plant.created` */
+                "webhook-event": components["parameters"]["WebhookEventHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPlant"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx status acknowledges the delivery; anything else, a timeout or a redirect is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The receiver is gone for good; the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    plantReplaced: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id, the same on every retry of this delivery */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /** @description The event type, e.g. `plant.created` */
+                "webhook-event": components["parameters"]["WebhookEventHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StoredPlant"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx status acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The receiver is gone for good; the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    plantDeleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id, the same on every retry of this delivery */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /** @description Unix seconds when this attempt was signed */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /** @description The event type, e.g. `plant.created` */
+                "webhook-event": components["parameters"]["WebhookEventHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StoredPlant"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx status acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The receiver is gone for good; the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

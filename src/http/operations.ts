@@ -1,9 +1,13 @@
 // Handler types derived from the generated `operations` type, keyed by operationId: a change to
 // openapi.yaml that a handler does not follow fails the type check.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { operations } from '../generated/openapi.ts';
+import type { operations, paths } from '../generated/openapi.ts';
 
-export type OperationId = keyof operations;
+type Method = 'get' | 'put' | 'post' | 'delete' | 'patch' | 'head' | 'options' | 'trace';
+type ServedOperation = { [P in keyof paths]: { [M in Method]: paths[P][M] }[Method] }[keyof paths];
+
+/** The operations the service serves: those under `paths`, not the `webhooks` it sends. */
+export type OperationId = { [Op in keyof operations]: operations[Op] extends ServedOperation ? Op : never }[keyof operations];
 
 type JsonContent<T> = T extends { content: { 'application/json': infer Body } } ? Body : never;
 type Part<T, K extends string> = T extends { [P in K]?: infer V } ? ([V] extends [never] ? unknown : NonNullable<V>) : unknown;

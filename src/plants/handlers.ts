@@ -16,7 +16,7 @@ export interface PlantHandlers {
 /** Mirrors the spec's default for `limit`, which Ajv fills in before the handler runs. */
 const DEFAULT_PAGE_SIZE = 100;
 
-export function createPlantHandlers({ store }: { store: PlantStore }): PlantHandlers {
+export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
   return {
     async createPlant(request) {
       const { id, name, tag } = request.body;
@@ -24,6 +24,7 @@ export function createPlantHandlers({ store }: { store: PlantStore }): PlantHand
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
+      if (result.outcome === 'created') afterChange?.();
       return toPlant(result.stored);
     },
 
@@ -55,6 +56,7 @@ export function createPlantHandlers({ store }: { store: PlantStore }): PlantHand
       const { name, tag } = request.body;
       const result = await store.replacePlant(id, tag === undefined ? { name } : { name, tag }, ifMatch(request.headers['if-match']));
       const plant = writtenPlant(result, id);
+      afterChange?.();
       reply.header('etag', plantEtag(plant));
       return toStoredPlant(plant);
     },
@@ -62,6 +64,7 @@ export function createPlantHandlers({ store }: { store: PlantStore }): PlantHand
     async deletePlant(request, reply) {
       const { id } = request.params;
       writtenPlant(await store.deletePlant(id, ifMatch(request.headers['if-match'])), id);
+      afterChange?.();
       return reply.code(204).send();
     },
   };

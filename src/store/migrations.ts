@@ -63,4 +63,64 @@ export const migrations: readonly Migration[] = [
         ADD COLUMN last_used_at TIMESTAMPTZ;
     `,
   },
+  {
+    version: 4,
+    name: 'webhook subscriptions and the delivery outbox',
+    sqlite: `
+      CREATE TABLE webhook_subscriptions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT,
+        disabled_reason TEXT
+      ) STRICT;
+      CREATE TABLE webhook_deliveries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id TEXT NOT NULL UNIQUE,
+        subscription_id INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at TEXT,
+        claimed_until TEXT,
+        last_attempt_at TEXT,
+        last_response_status INTEGER,
+        last_error TEXT
+      ) STRICT;
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+      CREATE INDEX webhook_deliveries_by_subscription ON webhook_deliveries (subscription_id, id);
+    `,
+    postgres: `
+      CREATE TABLE webhook_subscriptions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        disabled_at TIMESTAMPTZ,
+        disabled_reason TEXT
+      );
+      CREATE TABLE webhook_deliveries (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        message_id TEXT NOT NULL UNIQUE,
+        subscription_id BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at TIMESTAMPTZ,
+        claimed_until TIMESTAMPTZ,
+        last_attempt_at TIMESTAMPTZ,
+        last_response_status INTEGER,
+        last_error TEXT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+      CREATE INDEX webhook_deliveries_by_subscription ON webhook_deliveries (subscription_id, id);
+    `,
+  },
 ];

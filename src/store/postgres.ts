@@ -2,13 +2,21 @@
 // Every instance of the service may share one database: uniqueness, identical-replay checks and
 // conditional writes are decided by the database inside one statement or transaction, so racing
 // instances get exactly one winner. Migrations run under an advisory lock at startup.
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrations } from './migrations.ts';
 import {
+  eventPayload,
   pageStart,
   samePlant,
   StoreUnavailableError,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type Delivery,
+  type NewSubscription,
+  type Subscription,
+  type WebhookEvent,
   TokenNameTakenError,
   type ConditionalWrite,
   type CreateResult,
@@ -45,6 +53,46 @@ interface TokenRow {
   expires_at: Date | null;
   revoked_at: Date | null;
 }
+
+interface SubscriptionRow {
+  id: bigint;
+  url: string;
+  events: string;
+  created_at: Date;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+}
+
+interface DeliveryRow {
+  message_id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  created_at: Date;
+  last_attempt_at: Date | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+}
+
+interface ClaimedRow {
+  id: bigint;
+  message_id: string;
+  event: string;
+  payload: string;
+  attempts: number;
+  subscription_id: bigint;
+  url: string;
+  secret: string;
+}
+
+const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
+const DELIVERY_COLUMNS =
+  'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
+// One outbox row per enabled subscription to the event, written in the plant's own transaction.
+const EMIT_EVENT = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
+  SELECT $1 || id, id, $2, $3, now(), 'pending', now() FROM webhook_subscriptions
+   WHERE disabled_at IS NULL AND position(' ' || $2 || ' ' in ' ' || events || ' ') > 0`;
 
 const INT8_OID = 20;
 const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
@@ -88,11 +136,16 @@ export class PostgresStore implements PlantStore {
 
   async createPlant(plant: PlantRecord): Promise<CreateResult> {
     for (;;) {
-      const inserted = await this.#query(
-        'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
-        [String(plant.id), plant.name, plant.tag ?? null],
-      );
-      if (inserted.rowCount === 1) return { outcome: 'created', stored: plant };
+      const created = await this.#transaction(async (client) => {
+        const inserted = await client.query('INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [
+          String(plant.id),
+          plant.name,
+          plant.tag ?? null,
+        ]);
+        if (inserted.rowCount === 1) await emit(client, 'plant.created', plant);
+        return inserted.rowCount === 1;
+      });
+      if (created) return { outcome: 'created', stored: plant };
       // A new statement sees the row that won (READ COMMITTED); if it was deleted meanwhile, insert again.
       const stored = await this.getPlant(plant.id);
       if (stored) return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
@@ -121,13 +174,16 @@ export class PostgresStore implements PlantStore {
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
     return this.#conditionally(id, precondition, async (client) => {
       await client.query('UPDATE plants SET name = $1, tag = $2 WHERE id = $3', [content.name, content.tag ?? null, String(id)]);
-      return content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+      const plant = content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+      await emit(client, 'plant.replaced', plant);
+      return plant;
     });
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
     return this.#conditionally(id, precondition, async (client, current) => {
       await client.query('DELETE FROM plants WHERE id = $1', [String(id)]);
+      await emit(client, 'plant.deleted', current);
       return current;
     });
   }
@@ -174,6 +230,94 @@ export class PostgresStore implements PlantStore {
         WHERE t.id = u.id AND (t.last_used_at IS NULL OR t.last_used_at < u.at)`,
       [[...uses.keys()].map(String), [...uses.values()]],
     );
+  }
+
+  async createSubscription(subscription: NewSubscription): Promise<Subscription> {
+    const { rows } = await this.#query<SubscriptionRow>(
+      `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES ($1, $2, $3, now()) RETURNING ${SUBSCRIPTION_COLUMNS}`,
+      [subscription.url, subscription.events.join(' '), subscription.secret],
+    );
+    return toSubscription(rows[0]!);
+  }
+
+  async listSubscriptions(): Promise<Subscription[]> {
+    const { rows } = await this.#query<SubscriptionRow>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`);
+    return rows.map(toSubscription);
+  }
+
+  deleteSubscription(id: bigint): Promise<boolean> {
+    return this.#transaction(async (client) => {
+      await client.query('DELETE FROM webhook_deliveries WHERE subscription_id = $1', [String(id)]);
+      return (await client.query('DELETE FROM webhook_subscriptions WHERE id = $1', [String(id)])).rowCount === 1;
+    });
+  }
+
+  async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
+    const exists = await this.#query('SELECT 1 FROM webhook_subscriptions WHERE id = $1', [String(subscriptionId)]);
+    if (exists.rowCount === 0) return undefined;
+    const { rows } = await this.#query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT $2`,
+      [String(subscriptionId), limit],
+    );
+    return rows.map(toDelivery);
+  }
+
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+    // SKIP LOCKED: instances claiming at the same moment take disjoint rows instead of waiting.
+    const { rows } = await this.#query<ClaimedRow>(
+      `WITH due AS (
+         SELECT id FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1)
+          ORDER BY next_attempt_at, id LIMIT $3
+          FOR UPDATE SKIP LOCKED),
+       claimed AS (
+         UPDATE webhook_deliveries d SET claimed_until = $2 FROM due WHERE d.id = due.id
+         RETURNING d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, d.next_attempt_at)
+       SELECT c.id, c.message_id, c.event, c.payload, c.attempts, c.subscription_id, s.url, s.secret
+         FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id
+        ORDER BY c.next_attempt_at, c.id`,
+      [now, new Date(now.getTime() + leaseMs), limit],
+    );
+    return rows.map(toClaimed);
+  }
+
+  recordAttempt(outcome: AttemptOutcome): Promise<void> {
+    return this.#transaction(async (client) => {
+      const status = outcome.result === 'retry' ? 'pending' : outcome.result;
+      const { rows } = await client.query<{ subscription_id: bigint }>(
+        `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_attempt_at = $2, last_response_status = $3,
+           last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $6 RETURNING subscription_id`,
+        [
+          status,
+          outcome.at,
+          outcome.responseStatus ?? null,
+          outcome.result === 'delivered' ? null : (outcome.error ?? null),
+          outcome.result === 'retry' ? outcome.nextAttemptAt : null,
+          String(outcome.id),
+        ],
+      );
+      if (outcome.result !== 'failed' || !outcome.disableSubscription || !rows[0]) return;
+      const subscription = String(rows[0].subscription_id);
+      await client.query('UPDATE webhook_subscriptions SET disabled_at = $1, disabled_reason = $2 WHERE id = $3', [
+        outcome.at,
+        outcome.disableSubscription,
+        subscription,
+      ]);
+      await client.query(
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL
+          WHERE subscription_id = $1 AND status = 'pending'`,
+        [subscription],
+      );
+    });
+  }
+
+  async pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
+    const { rowCount } = await this.#query(
+      `DELETE FROM webhook_deliveries
+        WHERE (status = 'delivered' AND last_attempt_at < $1) OR (status = 'failed' AND last_attempt_at < $2)`,
+      [deliveredBefore, failedBefore],
+    );
+    return rowCount ?? 0;
   }
 
   async ping(): Promise<void> {
@@ -245,6 +389,10 @@ export class PostgresStore implements PlantStore {
       return { outcome: 'done', plant: await write(client, current) };
     });
   }
+}
+
+async function emit(client: pg.PoolClient, event: WebhookEvent, plant: PlantRecord): Promise<void> {
+  await client.query(EMIT_EVENT, [`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant)]);
 }
 
 async function insertToken(client: pg.PoolClient, token: NewTokenRecord): Promise<TokenRecord> {
@@ -323,6 +471,44 @@ function unavailableOr(error: unknown): unknown {
 
 function toPlant(row: PlantRow): PlantRecord {
   return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
+}
+
+function toSubscription(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events.split(' ') as WebhookEvent[],
+    createdAt: row.created_at.toISOString(),
+    ...(row.disabled_at !== null && { disabledAt: row.disabled_at.toISOString() }),
+    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+  };
+}
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    messageId: row.message_id,
+    event: row.event as WebhookEvent,
+    status: row.status as Delivery['status'],
+    attempts: row.attempts,
+    createdAt: row.created_at.toISOString(),
+    ...(row.last_attempt_at !== null && { lastAttemptAt: row.last_attempt_at.toISOString() }),
+    ...(row.last_response_status !== null && { lastResponseStatus: row.last_response_status }),
+    ...(row.last_error !== null && { lastError: row.last_error }),
+    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: row.next_attempt_at.toISOString() }),
+  };
+}
+
+function toClaimed(row: ClaimedRow): ClaimedDelivery {
+  return {
+    id: row.id,
+    messageId: row.message_id,
+    event: row.event as WebhookEvent,
+    payload: row.payload,
+    attempts: row.attempts,
+    subscriptionId: row.subscription_id,
+    url: row.url,
+    secret: row.secret,
+  };
 }
 
 function toToken(row: TokenRow): TokenRecord {

@@ -3,14 +3,22 @@
 // Throughput: writes that arrive in the same turn of the event loop share one transaction
 // (group commit), so many writes pay for one fsync. Each write runs in its own savepoint, so
 // one failing write does not take the others in its batch down with it.
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrations } from './migrations.ts';
 import {
+  eventPayload,
   pageStart,
   samePlant,
+  type AttemptOutcome,
+  type ClaimedDelivery,
   type ConditionalWrite,
+  type Delivery,
+  type NewSubscription,
+  type Subscription,
+  type WebhookEvent,
   type CreateResult,
   type NewTokenRecord,
   type PageQuery,
@@ -48,6 +56,42 @@ interface TokenRow {
 
 const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
 
+interface SubscriptionRow {
+  id: bigint;
+  url: string;
+  events: string;
+  created_at: string;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+}
+
+interface DeliveryRow {
+  message_id: string;
+  event: string;
+  status: string;
+  attempts: bigint;
+  created_at: string;
+  last_attempt_at: string | null;
+  last_response_status: bigint | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+}
+
+interface ClaimedRow {
+  id: bigint;
+  message_id: string;
+  event: string;
+  payload: string;
+  attempts: bigint;
+  subscription_id: bigint;
+  url: string;
+  secret: string;
+}
+
+const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
+const DELIVERY_COLUMNS =
+  'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
+
 const PAGE_QUERIES = {
   all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
   byTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT ?',
@@ -64,7 +108,8 @@ export class SqliteStore implements PlantStore {
     | 'pageByTag'
     | 'selectTokenByHash'
     | 'insertToken'
-    | 'touchToken',
+    | 'touchToken'
+    | 'emitEvent',
     StatementSync
   >;
   #pending: PendingWrite[] = [];
@@ -105,13 +150,22 @@ export class SqliteStore implements PlantStore {
       touchToken: prepare(
         'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
       ),
+      // One outbox row per enabled subscription to the event, written in the plant's own transaction.
+      emitEvent: prepare(
+        `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
+         SELECT ? || id, id, ?, ?, ?, 'pending', ? FROM webhook_subscriptions
+          WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0`,
+      ),
     };
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     return this.#write(() => {
       const { changes } = this.#statements.insertPlant.run(plant.id, plant.name, plant.tag ?? null);
-      if (Number(changes) === 1) return { outcome: 'created', stored: plant };
+      if (Number(changes) === 1) {
+        this.#emit('plant.created', plant);
+        return { outcome: 'created', stored: plant };
+      }
       const stored = this.#selectPlant(plant.id)!;
       return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
     });
@@ -134,7 +188,9 @@ export class SqliteStore implements PlantStore {
     return this.#write(() =>
       this.#conditionally(id, precondition, () => {
         this.#statements.updatePlant.run(content.name, content.tag ?? null, id);
-        return content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+        const plant = content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+        this.#emit('plant.replaced', plant);
+        return plant;
       }),
     );
   }
@@ -143,6 +199,7 @@ export class SqliteStore implements PlantStore {
     return this.#write(() =>
       this.#conditionally(id, precondition, (current) => {
         this.#statements.deletePlant.run(id);
+        this.#emit('plant.deleted', current);
         return current;
       }),
     );
@@ -188,6 +245,97 @@ export class SqliteStore implements PlantStore {
     });
   }
 
+  createSubscription(subscription: NewSubscription): Promise<Subscription> {
+    return this.#write(() => {
+      const row = this.#db
+        .prepare(
+          `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
+        )
+        .get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
+      return toSubscription(row as unknown as SubscriptionRow);
+    });
+  }
+
+  async listSubscriptions(): Promise<Subscription[]> {
+    const rows = this.#read(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all();
+    return (rows as unknown as SubscriptionRow[]).map(toSubscription);
+  }
+
+  deleteSubscription(id: bigint): Promise<boolean> {
+    return this.#write(() => {
+      this.#db.prepare('DELETE FROM webhook_deliveries WHERE subscription_id = ?').run(id);
+      return Number(this.#db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+    });
+  }
+
+  async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
+    if (!this.#read('SELECT 1 FROM webhook_subscriptions WHERE id = ?').get(subscriptionId)) return undefined;
+    const rows = this.#read(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`,
+    ).all(subscriptionId, limit);
+    return (rows as unknown as DeliveryRow[]).map(toDelivery);
+  }
+
+  claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+    return this.#write(() => {
+      const at = now.toISOString();
+      const claimed = this.#read(
+        `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
+           SELECT id FROM webhook_deliveries
+            WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+            ORDER BY next_attempt_at, id LIMIT ?)
+         RETURNING id`,
+      ).all(new Date(now.getTime() + leaseMs).toISOString(), at, at, limit) as { id: bigint }[];
+      if (claimed.length === 0) return [];
+      const rows = this.#read(
+        `SELECT d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, s.url, s.secret
+           FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+          WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`,
+      ).all(JSON.stringify(claimed.map((row) => String(row.id))));
+      return (rows as unknown as ClaimedRow[]).map(toClaimed);
+    });
+  }
+
+  recordAttempt(outcome: AttemptOutcome): Promise<void> {
+    return this.#write(() => {
+      const status = outcome.result === 'retry' ? 'pending' : outcome.result;
+      const nextAttemptAt = outcome.result === 'retry' ? outcome.nextAttemptAt : null;
+      const error = outcome.result === 'delivered' ? null : (outcome.error ?? null);
+      this.#db
+        .prepare(
+          `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
+             last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ?`,
+        )
+        .run(status, outcome.at, outcome.responseStatus ?? null, error, nextAttemptAt, outcome.id);
+      if (outcome.result === 'failed' && outcome.disableSubscription) {
+        const { subscription_id } = this.#read('SELECT subscription_id FROM webhook_deliveries WHERE id = ?').get(outcome.id) as {
+          subscription_id: bigint;
+        };
+        this.#db
+          .prepare('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
+          .run(outcome.at, outcome.disableSubscription, subscription_id);
+        this.#db
+          .prepare(
+            `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL
+              WHERE subscription_id = ? AND status = 'pending'`,
+          )
+          .run(subscription_id);
+      }
+    });
+  }
+
+  pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
+    return this.#write(() => {
+      const { changes } = this.#db
+        .prepare(
+          `DELETE FROM webhook_deliveries
+            WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)`,
+        )
+        .run(deliveredBefore.toISOString(), failedBefore.toISOString());
+      return Number(changes);
+    });
+  }
+
   async ping(): Promise<void> {
     this.#db.prepare('SELECT 1').get();
   }
@@ -209,6 +357,18 @@ export class SqliteStore implements PlantStore {
     ) as TokenRow | undefined;
     if (!row) throw new TokenNameTakenError(token.name);
     return toToken(row);
+  }
+
+  /** A statement reading integers as BigInt, prepared on use: webhook statements are off the hot path. */
+  #read(sql: string): StatementSync {
+    const statement = this.#db.prepare(sql);
+    statement.setReadBigInts(true);
+    return statement;
+  }
+
+  #emit(event: WebhookEvent, plant: PlantRecord): void {
+    const now = new Date().toISOString();
+    this.#statements.emitEvent.run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
@@ -269,6 +429,44 @@ export class SqliteStore implements PlantStore {
       return { ok: false, error };
     }
   }
+}
+
+function toSubscription(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events.split(' ') as WebhookEvent[],
+    createdAt: row.created_at,
+    ...(row.disabled_at !== null && { disabledAt: row.disabled_at }),
+    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+  };
+}
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    messageId: row.message_id,
+    event: row.event as WebhookEvent,
+    status: row.status as Delivery['status'],
+    attempts: Number(row.attempts),
+    createdAt: row.created_at,
+    ...(row.last_attempt_at !== null && { lastAttemptAt: row.last_attempt_at }),
+    ...(row.last_response_status !== null && { lastResponseStatus: Number(row.last_response_status) }),
+    ...(row.last_error !== null && { lastError: row.last_error }),
+    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: row.next_attempt_at }),
+  };
+}
+
+function toClaimed(row: ClaimedRow): ClaimedDelivery {
+  return {
+    id: row.id,
+    messageId: row.message_id,
+    event: row.event as WebhookEvent,
+    payload: row.payload,
+    attempts: Number(row.attempts),
+    subscriptionId: row.subscription_id,
+    url: row.url,
+    secret: row.secret,
+  };
 }
 
 const SQLITE_BUSY = 5;

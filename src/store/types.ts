@@ -64,6 +64,57 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+export const WEBHOOK_EVENTS = ['plant.created', 'plant.replaced', 'plant.deleted'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface NewSubscription {
+  url: string;
+  events: readonly WebhookEvent[];
+  /** The signing secret (`whsec_…`): kept, since every delivery is signed with it. */
+  secret: string;
+}
+
+export interface Subscription {
+  id: bigint;
+  url: string;
+  events: WebhookEvent[];
+  createdAt: string;
+  disabledAt?: string;
+  disabledReason?: string;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface Delivery {
+  /** The message id, sent as `webhook-id` on every attempt. */
+  messageId: string;
+  event: WebhookEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  createdAt: string;
+  lastAttemptAt?: string;
+  lastResponseStatus?: number;
+  lastError?: string;
+  nextAttemptAt?: string;
+}
+
+/** A due delivery, leased to one dispatcher until `claimedUntil`, with what sending it needs. */
+export interface ClaimedDelivery {
+  id: bigint;
+  messageId: string;
+  event: WebhookEvent;
+  payload: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  subscriptionId: bigint;
+}
+
+export type AttemptOutcome =
+  | { id: bigint; at: string; result: 'delivered'; responseStatus: number }
+  | { id: bigint; at: string; result: 'retry'; nextAttemptAt: string; responseStatus?: number; error?: string }
+  | { id: bigint; at: string; result: 'failed'; responseStatus?: number; error?: string; disableSubscription?: string };
+
 export class TokenNameTakenError extends Error {
   constructor(name: string) {
     super(`A token named "${name}" already exists; token names are unique.`);
@@ -91,6 +142,20 @@ export interface PlantStore {
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
   /** Records when tokens were last used; called in batches, never once per request. */
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
+  createSubscription(subscription: NewSubscription): Promise<Subscription>;
+  listSubscriptions(): Promise<Subscription[]>;
+  /** Removes the subscription and its deliveries; false when there was none. */
+  deleteSubscription(id: bigint): Promise<boolean>;
+  /** Newest first; undefined when the subscription does not exist. */
+  listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
+  /**
+   * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`.
+   * Instances sharing a database never lease the same delivery at once.
+   */
+  claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
+  recordAttempt(outcome: AttemptOutcome): Promise<void>;
+  /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
+  pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -103,6 +168,11 @@ const INT64_MAX = 2n ** 63n - 1n;
 export function pageStart(after?: bigint): bigint | undefined {
   if (after === undefined) return INT64_MIN;
   return after === INT64_MAX ? undefined : after + 1n;
+}
+
+/** The event body: the plant as JSON, its int64 id written digit for digit. */
+export function eventPayload(plant: PlantRecord): string {
+  return JSON.stringify({ id: JSON.rawJSON(String(plant.id)), name: plant.name, ...(plant.tag !== undefined && { tag: plant.tag }) });
 }
 
 export function samePlant(a: PlantRecord, b: PlantRecord): boolean {

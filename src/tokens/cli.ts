@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { TokenNameTakenError, type PlantStore, type TokenRecord } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
+import { parseDuration } from '../duration.ts';
 
 export interface CliContext {
   store: PlantStore;
@@ -24,8 +25,6 @@ create prints the new token once, as its last line. Without --scope a token gets
 --expires takes a duration: 90m, 12h, 30d or 8w.`;
 
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
-const DURATION = /^([1-9]\d{0,5})([mhdw])$/;
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 
 export class UsageError extends Error {}
 
@@ -139,9 +138,9 @@ function validScopes(requested: string[], known: readonly string[]): string[] {
 }
 
 function durationMs(text: string): number {
-  const match = DURATION.exec(text);
-  if (!match) throw new UsageError(`--expires takes a duration such as 90m, 12h, 30d or 8w, not "${text}".`);
-  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  const ms = parseDuration(text);
+  if (!ms) throw new UsageError(`--expires takes a duration such as 90m, 12h, 30d or 8w, not "${text}".`);
+  return ms;
 }
 
 function describeScopes(scopes: readonly string[]): string {

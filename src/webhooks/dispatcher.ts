@@ -1,0 +1,171 @@
+// Sends what the outbox holds. Each pass leases due deliveries (instances sharing a database
+// never lease the same one), POSTs each with Standard Webhooks headers signed by the
+// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
+// subscription disabled; anything else (another status, a redirect, a timeout, a refused
+// target) retried after the next delay of the schedule, with jitter, until it runs out.
+// At-least-once: a crash between sending and recording means one more send after the lease.
+import { Webhook } from 'standardwebhooks';
+import { request, type Agent } from 'undici';
+import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
+import { guardedAgent, literalHostProblem } from './targets.ts';
+
+export interface DispatcherLog {
+  warn(details: object, message: string): void;
+  debug(details: object, message: string): void;
+}
+
+export interface DispatcherOptions {
+  store: PlantStore;
+  log: DispatcherLog;
+  /** Delays between attempts: the first attempt is immediate, then one attempt after each delay. */
+  retryScheduleMs: readonly number[];
+  allowPrivateNetworks: boolean;
+  /** Bounds each attempt: connecting, waiting for the status, reading the answer. */
+  timeoutMs: number;
+  /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
+  deliveredRetentionMs: number;
+  pollMs?: number;
+  batchSize?: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+const FAILED_RETENTION_MS = 7 * 86_400_000;
+const PRUNE_EVERY_MS = 60_000;
+const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
+
+export class WebhookDispatcher {
+  readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
+  readonly #agent: Agent;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+  #wakeUp: (() => void) | undefined;
+  #woken = false;
+  #lastPrune = 0;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, ...options };
+    this.#agent = guardedAgent(options.allowPrivateNetworks, options.timeoutMs);
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  /** Looks for due deliveries now rather than at the next poll (after a local write). */
+  wake(): void {
+    this.#woken = true;
+    this.#wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.wake();
+    await this.#running;
+    await this.#agent.close();
+  }
+
+  async #loop(): Promise<void> {
+    while (!this.#stopped) {
+      let claimed = 0;
+      try {
+        claimed = await this.#pass();
+      } catch (error) {
+        this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
+      }
+      if (claimed < this.#options.batchSize) await this.#idle();
+    }
+  }
+
+  async #pass(): Promise<number> {
+    const { store, timeoutMs, batchSize, now } = this.#options;
+    // The lease outlives an attempt, so a delivery is only retried by another instance after a crash.
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + 30_000, batchSize);
+    await Promise.all(due.map(async (delivery) => store.recordAttempt(this.#outcome(delivery, await this.#send(delivery)))));
+    await this.#pruneNowAndThen();
+    return due.length;
+  }
+
+  async #send(delivery: ClaimedDelivery): Promise<{ status?: number; error?: string }> {
+    const { allowPrivateNetworks, timeoutMs, now } = this.#options;
+    const url = new URL(delivery.url);
+    const refused = literalHostProblem(url, allowPrivateNetworks);
+    if (refused) return { error: `refused: ${refused}` };
+    const signedAt = new Date(now());
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: this.#agent,
+        signal: AbortSignal.timeout(timeoutMs),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'plant-store-webhooks/1.0',
+          'webhook-id': delivery.messageId,
+          'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
+          'webhook-signature': new Webhook(delivery.secret).sign(delivery.messageId, signedAt, delivery.payload),
+          'webhook-event': delivery.event,
+        },
+        body: delivery.payload,
+      });
+      await response.body.dump();
+      const location = response.headers.location;
+      if (response.statusCode >= 300 && response.statusCode < 400) {
+        return { status: response.statusCode, error: `redirects are not followed (to ${String(location ?? 'nowhere')})` };
+      }
+      return { status: response.statusCode };
+    } catch (error) {
+      const cause = (error as Error & { cause?: Error }).cause;
+      return { error: `could not deliver: ${cause?.message ?? (error as Error).message}` };
+    }
+  }
+
+  #outcome(delivery: ClaimedDelivery, attempt: { status?: number; error?: string }): AttemptOutcome {
+    const { retryScheduleMs, now, random, log } = this.#options;
+    const at = new Date(now()).toISOString();
+    const { status, error } = attempt;
+    const base = { id: delivery.id, at, ...(status !== undefined && { responseStatus: status }) };
+    if (status !== undefined && status >= 200 && status < 300 && !error) {
+      return { ...base, result: 'delivered', responseStatus: status };
+    }
+    const reason = error ?? `the receiver answered ${status}`;
+    const details = { messageId: delivery.messageId, url: delivery.url, attempt: delivery.attempts + 1, reason };
+    if (status === 410) {
+      log.warn(details, 'webhook receiver is gone (410); subscription disabled');
+      return { ...base, result: 'failed', error: reason, disableSubscription: 'the receiver answered 410 Gone' };
+    }
+    const delay = retryScheduleMs[delivery.attempts];
+    if (delay === undefined) {
+      log.warn(details, 'webhook delivery failed for good after its last attempt');
+      return { ...base, result: 'failed', error: reason };
+    }
+    log.debug(details, 'webhook delivery attempt failed; will retry');
+    const jittered = Math.round(delay * (1 - JITTER / 2 + JITTER * random()));
+    return { ...base, result: 'retry', error: reason, nextAttemptAt: new Date(now() + jittered).toISOString() };
+  }
+
+  async #pruneNowAndThen(): Promise<void> {
+    const { store, now, deliveredRetentionMs } = this.#options;
+    if (now() - this.#lastPrune < Math.min(PRUNE_EVERY_MS, deliveredRetentionMs)) return;
+    this.#lastPrune = now();
+    await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
+  }
+
+  #idle(): Promise<void> {
+    if (this.#stopped || this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.#options.pollMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wakeUp = () => {
+        this.#wakeUp = undefined;
+        this.#woken = false;
+        done();
+      };
+    });
+  }
+}

@@ -1,0 +1,74 @@
+// The subscription operations, one function per operationId.
+import { randomBytes } from 'node:crypto';
+import type { components } from '../generated/openapi.ts';
+import { HttpError } from '../http/errors.ts';
+import type { OperationHandler } from '../http/operations.ts';
+import { WEBHOOK_EVENTS, type Delivery, type PlantStore, type Subscription } from '../store/types.ts';
+import { targetProblem } from './targets.ts';
+
+type WebhookBody = components['schemas']['Webhook'];
+type DeliveryBody = components['schemas']['WebhookDelivery'];
+
+export interface WebhookHandlers {
+  createWebhook: OperationHandler<'createWebhook'>;
+  listWebhooks: OperationHandler<'listWebhooks'>;
+  deleteWebhook: OperationHandler<'deleteWebhook'>;
+  listWebhookDeliveries: OperationHandler<'listWebhookDeliveries'>;
+}
+
+const DEFAULT_DELIVERIES = 100;
+
+export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNetworks: boolean }): WebhookHandlers {
+  const { store } = deps;
+  return {
+    async createWebhook(request, reply) {
+      const { url, events = [...WEBHOOK_EVENTS] } = request.body;
+      const problem = await targetProblem(url, deps.allowPrivateNetworks);
+      if (problem) throw new HttpError(400, `The request body field "url" ${problem}.`);
+      const secret = generateSecret();
+      const subscription = await store.createSubscription({ url, events, secret });
+      reply.code(201);
+      return { ...toWebhook(subscription), secret }; // the only time the secret is shown
+    },
+
+    async listWebhooks() {
+      return (await store.listSubscriptions()).map(toWebhook);
+    },
+
+    async deleteWebhook(request, reply) {
+      if (!(await store.deleteSubscription(request.params.webhookId))) throw notFound(request.params.webhookId);
+      return reply.code(204).send();
+    },
+
+    async listWebhookDeliveries(request) {
+      const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_DELIVERIES);
+      if (!deliveries) throw notFound(request.params.webhookId);
+      return deliveries.map(toDeliveryBody);
+    },
+  };
+}
+
+/** Standard Webhooks secrets: `whsec_` and base64 of random bytes. */
+function generateSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+function toWebhook(subscription: Subscription): WebhookBody {
+  return {
+    id: subscription.id,
+    url: subscription.url,
+    events: subscription.events,
+    createdAt: subscription.createdAt,
+    enabled: subscription.disabledAt === undefined,
+    ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
+  };
+}
+
+function toDeliveryBody(delivery: Delivery): DeliveryBody {
+  const { messageId, ...rest } = delivery;
+  return { id: messageId, ...rest };
+}
+
+function notFound(id: bigint): HttpError {
+  return new HttpError(404, `There is no webhook subscription with id ${id}.`);
+}
