@@ -58,7 +58,7 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
     deliveredRetentionMs: config.webhooks.retentionMs,
     now: clock,
   });
-  app.addHook('onReady', () => dispatcher.start());
+  app.addHook('onReady', async () => dispatcher.start());
   app.addHook('onClose', () => dispatcher.stop());
 
   const handlers: ServiceHandlers = {

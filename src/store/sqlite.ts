@@ -89,6 +89,7 @@ interface ClaimedRow {
 }
 
 const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
+const DUE = "status = 'pending' AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)";
 const DELIVERY_COLUMNS =
   'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
 
@@ -276,16 +277,16 @@ export class SqliteStore implements PlantStore {
     return (rows as unknown as DeliveryRow[]).map(toDelivery);
   }
 
-  claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+    const at = now.toISOString();
+    // A plain read first: an idle dispatcher's polls must not cost a write transaction and an fsync each.
+    if (!this.#read(`SELECT 1 FROM webhook_deliveries WHERE ${DUE} LIMIT 1`).get({ now: at })) return [];
     return this.#write(() => {
-      const at = now.toISOString();
       const claimed = this.#read(
-        `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
-           SELECT id FROM webhook_deliveries
-            WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
-            ORDER BY next_attempt_at, id LIMIT ?)
+        `UPDATE webhook_deliveries SET claimed_until = :until WHERE id IN (
+           SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT :limit)
          RETURNING id`,
-      ).all(new Date(now.getTime() + leaseMs).toISOString(), at, at, limit) as { id: bigint }[];
+      ).all({ now: at, until: new Date(now.getTime() + leaseMs).toISOString(), limit }) as { id: bigint }[];
       if (claimed.length === 0) return [];
       const rows = this.#read(
         `SELECT d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, s.url, s.secret
