@@ -2,7 +2,22 @@
 // storeContract(t, 'sqlite', open) where open(t) returns a fresh, empty store on its own
 // database and registers whatever cleanup it needs on t (close() is idempotent).
 import type { Test } from 'tap';
-import type { ConditionalWrite, CreateResult, PlantContent, PlantRecord, PlantStore, Precondition } from '../src/store/types.ts';
+import {
+  eventPayload,
+  WEBHOOK_EVENTS,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type ConditionalWrite,
+  type CreateResult,
+  type Delivery,
+  type NewSubscription,
+  type PlantContent,
+  type PlantRecord,
+  type PlantStore,
+  type Precondition,
+  type Subscription,
+  type WebhookEvent,
+} from '../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 
 export type OpenStore = (t: Test) => Promise<PlantStore>;
@@ -10,6 +25,9 @@ export type OpenStore = (t: Test) => Promise<PlantStore>;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const TWO_53 = 2n ** 53n;
+// "Now" for the webhook outbox: far in the future, so every delivery written during a test is due.
+const NOW = new Date('2030-01-01T00:00:00.000Z');
+const LEASE_MS = 60_000;
 
 export async function storeContract(t: Test, name: string, open: OpenStore): Promise<void> {
   await t.test(`${name}: PlantStore contract`, async (t) => {
@@ -634,6 +652,534 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       await t.resolves(store.close(), 'a second close resolves');
       await t.resolves(store.close(), 'and a third');
     });
+
+    // The webhook outbox. "Now" is NOW, far in the future, so every delivery written during the
+    // test is due; leases, retries and pruning are driven by instants derived from it.
+
+    t.test('createSubscription answers the subscription; listSubscriptions lists every one in id order', async (t) => {
+      const store = await open(t);
+      t.strictSame(await store.listSubscriptions(), [], 'none at first');
+      const before = Date.now();
+      const first = await store.createSubscription(newSubscription('first', ['plant.created', 'plant.deleted']));
+      const after = Date.now();
+      t.equal(typeof first.id, 'bigint', 'the id is a bigint');
+      t.equal(first.url, newSubscription('first', []).url, 'the url as given');
+      t.strictSame(first.events, ['plant.created', 'plant.deleted'], 'the events as given');
+      t.notOk(Number.isNaN(Date.parse(first.createdAt)), `createdAt ${first.createdAt} is a timestamp`);
+      const createdAt = Date.parse(first.createdAt);
+      t.ok(createdAt >= before - 5_000 && createdAt <= after + 5_000, 'createdAt is the time of creation');
+      t.strictSame(Object.keys(first).sort(), ['createdAt', 'events', 'id', 'url'], 'no disabledAt, no disabledReason, never the secret');
+
+      const second = await store.createSubscription(newSubscription('second', ['plant.deleted', 'plant.replaced', 'plant.created']));
+      const third = await store.createSubscription(newSubscription('third', ['plant.replaced']));
+      t.strictSame(second.events, ['plant.deleted', 'plant.replaced', 'plant.created'], 'events in the order given');
+      t.ok(first.id < second.id && second.id < third.id, 'ids grow');
+      t.strictSame(await store.listSubscriptions(), [first, second, third], 'listed exactly as answered, in id order');
+    });
+
+    t.test('deleteSubscription answers true once, then false; listDeliveries answers only for existing subscriptions', async (t) => {
+      const store = await open(t);
+      t.equal(await store.listDeliveries(1n, 10), undefined, 'no subscription yet');
+      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS));
+      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS));
+      t.strictSame(await store.listDeliveries(kept.id, 10), [], 'a fresh subscription has no deliveries');
+      t.strictSame(await store.listDeliveries(removed.id, 10), [], 'nor does the other');
+      t.equal(await store.listDeliveries(removed.id + 1000n, 10), undefined, 'an unknown subscription');
+
+      t.equal(await store.deleteSubscription(removed.id), true, 'deleted');
+      t.equal(await store.deleteSubscription(removed.id), false, 'deleted again: there was none');
+      t.equal(await store.deleteSubscription(removed.id + 1000n), false, 'an unknown subscription');
+      t.strictSame(await store.listSubscriptions(), [kept], 'only the other is listed');
+      t.equal(await store.listDeliveries(removed.id, 10), undefined, 'a deleted subscription is unknown');
+      t.strictSame(await store.listDeliveries(kept.id, 10), [], 'the other is untouched');
+    });
+
+    t.test('createPlant writes one pending delivery per enabled subscription to plant.created, and only when created', async (t) => {
+      const store = await open(t);
+      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      const created = await store.createSubscription(newSubscription('created', ['plant.created']));
+      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']));
+      const plant: PlantRecord = { id: TWO_53 + 1n, name: 'Monstera', tag: 'aroid' };
+      const before = Date.now();
+      t.equal((await store.createPlant(plant)).outcome, 'created');
+
+      for (const subscription of [every, created]) {
+        const deliveries = await deliveriesOf(store, subscription.id);
+        t.equal(deliveries.length, 1, `${subscription.url}: exactly one delivery`);
+        const delivery = deliveries[0]!;
+        t.equal(delivery.event, 'plant.created');
+        t.equal(delivery.status, 'pending');
+        t.equal(delivery.attempts, 0, 'not attempted yet');
+        t.equal(typeof delivery.messageId, 'string');
+        t.ok(delivery.messageId.length > 0, 'a message id');
+        t.ok(Date.parse(delivery.createdAt) >= before - 5_000, `createdAt ${delivery.createdAt} is the time of the write`);
+        for (const key of ['lastAttemptAt', 'lastResponseStatus', 'lastError'] as const) t.notOk(key in delivery, `no ${key} before an attempt`);
+      }
+      t.strictSame(await store.listDeliveries(deleted.id, 10), [], 'none for a subscription to plant.deleted only');
+
+      const claimed = await claimAll(store);
+      t.equal(claimed.length, 2, 'both are due');
+      t.strictSame(claimed.map((delivery) => delivery.subscriptionId).sort(compareBigints), [every.id, created.id], 'one per subscription');
+      for (const delivery of claimed) {
+        t.equal(delivery.event, 'plant.created');
+        t.equal(delivery.payload, eventPayload(plant), 'the payload is eventPayload(plant)');
+        t.equal(delivery.payload, '{"id":9007199254740993,"name":"Monstera","tag":"aroid"}', 'the id digit for digit');
+        t.equal(delivery.messageId, (await deliveriesOf(store, delivery.subscriptionId))[0]!.messageId, 'the listed message id');
+      }
+
+      t.equal((await store.createPlant({ ...plant })).outcome, 'unchanged');
+      t.equal((await store.createPlant({ ...plant, name: 'Intruder' })).outcome, 'conflict');
+      t.equal((await store.createPlant({ id: plant.id, name: 'Monstera' })).outcome, 'conflict');
+      t.equal((await deliveriesOf(store, every.id)).length, 1, 'unchanged and conflict wrote no delivery');
+      t.equal((await deliveriesOf(store, created.id)).length, 1, 'to either subscription');
+      t.strictSame(await claimAll(store), [], 'nothing new is due');
+    });
+
+    t.test('replacePlant and deletePlant write plant.replaced and plant.deleted when done, nothing otherwise', async (t) => {
+      const store = await open(t);
+      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      const created = await store.createSubscription(newSubscription('created', ['plant.created']));
+      const replaced = await store.createSubscription(newSubscription('replaced', ['plant.replaced']));
+      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']));
+      const id = INT64_MIN;
+      await seed(t, store, [{ id, name: 'Fern', tag: 'fern' }]);
+      t.equal((await claimAll(store)).length, 2, 'the creation, to every and to created');
+
+      expectWrite(t, await store.replacePlant(id + 1n, { name: 'Ghost' }), { outcome: 'missing' }, 'replace an unknown id');
+      expectWrite(t, await store.deletePlant(INT64_MAX), { outcome: 'missing' }, 'delete an unknown id');
+      const current: PlantRecord = { id, name: 'Fern', tag: 'fern' };
+      expectWrite(t, await store.replacePlant(id, { name: 'Refused' }, () => false), { outcome: 'precondition-failed', current }, 'replace, refused');
+      expectWrite(t, await store.deletePlant(id, () => false), { outcome: 'precondition-failed', current }, 'delete, refused');
+      t.strictSame(await claimAll(store), [], 'missing and precondition-failed wrote no delivery');
+
+      const plain: PlantRecord = { id, name: 'Plain' };
+      expectWrite(t, await store.replacePlant(id, { name: 'Plain' }, () => true), { outcome: 'done', plant: plain }, 'replace without a tag');
+      const plainClaims = await claimAll(store);
+      t.strictSame(plainClaims.map((delivery) => delivery.subscriptionId).sort(compareBigints), [every.id, replaced.id], 'to every and to replaced');
+      for (const delivery of plainClaims) {
+        t.equal(delivery.event, 'plant.replaced');
+        t.equal(delivery.payload, eventPayload(plain), 'the payload is eventPayload of the new plant');
+        t.equal(delivery.payload, '{"id":-9223372036854775808,"name":"Plain"}', 'no tag field, the id digit for digit');
+      }
+
+      const emptyTag: PlantRecord = { id, name: 'Fern renamed', tag: '' };
+      expectWrite(t, await store.replacePlant(id, { name: 'Fern renamed', tag: '' }), { outcome: 'done', plant: emptyTag }, 'replace with an empty tag');
+      const emptyTagClaims = await claimAll(store);
+      t.equal(emptyTagClaims.length, 2);
+      t.ok(emptyTagClaims.every((delivery) => delivery.payload === '{"id":-9223372036854775808,"name":"Fern renamed","tag":""}'), 'an empty tag is written');
+
+      expectWrite(t, await store.deletePlant(id, () => true), { outcome: 'done', plant: emptyTag }, 'delete');
+      const deleteClaims = await claimAll(store);
+      t.strictSame(deleteClaims.map((delivery) => delivery.subscriptionId).sort(compareBigints), [every.id, deleted.id], 'to every and to deleted');
+      for (const delivery of deleteClaims) {
+        t.equal(delivery.event, 'plant.deleted');
+        t.equal(delivery.payload, eventPayload(emptyTag), 'the payload is the plant that was deleted');
+      }
+      expectWrite(t, await store.deletePlant(id), { outcome: 'missing' }, 'delete again');
+      expectWrite(t, await store.replacePlant(id, { name: 'back' }), { outcome: 'missing' }, 'replace once deleted');
+      t.strictSame(await claimAll(store), [], 'neither wrote a delivery');
+
+      const events = async (subscription: Subscription) => (await deliveriesOf(store, subscription.id)).map((delivery) => delivery.event);
+      t.strictSame(await events(every), ['plant.deleted', 'plant.replaced', 'plant.replaced', 'plant.created'], 'every: each change, newest first');
+      t.strictSame(await events(created), ['plant.created']);
+      t.strictSame(await events(replaced), ['plant.replaced', 'plant.replaced']);
+      t.strictSame(await events(deleted), ['plant.deleted']);
+    });
+
+    t.test('payloads are eventPayload(plant) exactly, int64 ids digit for digit', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      const plants = await seed(t, store, [
+        { id: INT64_MAX, name: 'int64 max "quoted" \\ ☘ ünïcode', tag: 'edge' },
+        { id: -(TWO_53 + 1n), name: 'below -2^53' },
+        { id: TWO_53 + 1n, name: '2^53 + 1', tag: '' },
+        { id: INT64_MIN, name: 'int64 min', tag: 'edge' },
+      ]);
+      const claimed = await claimAll(store);
+      t.strictSame(claimed.map((delivery) => delivery.payload), plants.map(eventPayload), 'each exactly eventPayload(plant), oldest first');
+      t.strictSame(
+        claimed.map((delivery) => delivery.payload),
+        [
+          '{"id":9223372036854775807,"name":"int64 max \\"quoted\\" \\\\ ☘ ünïcode","tag":"edge"}',
+          '{"id":-9007199254740993,"name":"below -2^53"}',
+          '{"id":9007199254740993,"name":"2^53 + 1","tag":""}',
+          '{"id":-9223372036854775808,"name":"int64 min","tag":"edge"}',
+        ],
+        'written out by hand',
+      );
+      expectWrite(t, await store.replacePlant(TWO_53 + 1n, { name: 'renamed' }), { outcome: 'done', plant: { id: TWO_53 + 1n, name: 'renamed' } }, 'replace');
+      expectWrite(t, await store.deletePlant(INT64_MAX), { outcome: 'done', plant: plants[0]! }, 'delete');
+      t.strictSame(
+        (await claimAll(store)).map((delivery) => [delivery.event, delivery.payload]),
+        [
+          ['plant.replaced', '{"id":9007199254740993,"name":"renamed"}'],
+          ['plant.deleted', eventPayload(plants[0]!)],
+        ],
+      );
+    });
+
+    t.test('message ids are unique per delivery, also for writes issued together', async (t) => {
+      const store = await open(t);
+      const subscriptions = [
+        await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS)),
+        await store.createSubscription(newSubscription('two', WEBHOOK_EVENTS)),
+        await store.createSubscription(newSubscription('three', ['plant.created'])),
+      ];
+      const ids = Array.from({ length: 20 }, (_, index) => TWO_53 + BigInt(index));
+      // Issued in one tick: one group-commit batch for SQLite.
+      const results = await Promise.all(ids.map((id) => store.createPlant({ id, name: `plant ${id}` })));
+      t.same(countOutcomes(results), { created: 20 });
+      await Promise.all([
+        ...ids.slice(0, 10).map((id) => store.replacePlant(id, { name: 'renamed' })),
+        ...ids.slice(10).map((id) => store.deletePlant(id)),
+      ]);
+      const listed = (await Promise.all(subscriptions.map((subscription) => deliveriesOf(store, subscription.id)))).flat();
+      t.equal(listed.length, 20 * 3 + 20 * 2, 'three subscriptions to plant.created, two to the others');
+      t.equal(new Set(listed.map((delivery) => delivery.messageId)).size, listed.length, 'every message id is distinct');
+      const claimed = await claimAll(store);
+      t.strictSame(
+        claimed.map((delivery) => delivery.messageId).sort(),
+        listed.map((delivery) => delivery.messageId).sort(),
+        'the claims carry the same message ids',
+      );
+    });
+
+    t.test('claimDueDeliveries leases due deliveries oldest first, up to the limit, with the url and secret of their subscription', async (t) => {
+      const store = await open(t);
+      const a = await store.createSubscription(newSubscription('a', ['plant.created']));
+      const b = await store.createSubscription(newSubscription('b', ['plant.created', 'plant.deleted']));
+      const secrets = new Map([
+        [a.id, newSubscription('a', []).secret],
+        [b.id, newSubscription('b', []).secret],
+      ]);
+      t.strictSame(await claimAll(store), [], 'nothing before any plant change');
+      // Created out of id order: oldest means written first, not lowest plant id.
+      const plants = await seed(t, store, [
+        { id: 3n, name: 'three' },
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+      ]);
+      t.strictSame(await store.claimDueDeliveries(new Date('2000-01-01T00:00:00.000Z'), LEASE_MS, 100), [], 'nothing is due before it was written');
+
+      const first = await store.claimDueDeliveries(NOW, LEASE_MS, 2);
+      const second = await store.claimDueDeliveries(NOW, LEASE_MS, 3);
+      const third = await store.claimDueDeliveries(NOW, LEASE_MS, 10);
+      t.strictSame([first.length, second.length, third.length], [2, 3, 1], 'each claim takes up to its limit');
+      t.strictSame(await store.claimDueDeliveries(NOW, LEASE_MS, 10), [], 'then nothing is left');
+      const all = [...first, ...second, ...third];
+      t.strictSame(
+        all.map((delivery) => delivery.payload),
+        [plants[0]!, plants[0]!, plants[1]!, plants[1]!, plants[2]!, plants[2]!].map(eventPayload),
+        'oldest first',
+      );
+      t.ok(all.every((delivery, index) => index === 0 || all[index - 1]!.id < delivery.id), 'in ascending delivery id, each once');
+      for (const [index, delivery] of all.entries()) {
+        t.equal(typeof delivery.id, 'bigint', `${index}: the id is a bigint`);
+        t.equal(typeof delivery.subscriptionId, 'bigint', `${index}: the subscription id is a bigint`);
+        const subscription = delivery.subscriptionId === a.id ? a : b;
+        t.equal(delivery.url, subscription.url, `${index}: the url of its subscription`);
+        t.equal(delivery.secret, secrets.get(subscription.id), `${index}: the secret of its subscription`);
+        t.equal(delivery.event, 'plant.created');
+        t.equal(delivery.attempts, 0);
+      }
+      for (let plant = 0; plant < 3; plant += 1) {
+        t.strictSame(all.slice(2 * plant, 2 * plant + 2).map((delivery) => delivery.subscriptionId).sort(compareBigints), [a.id, b.id], `plant ${plant}: one each`);
+      }
+      const ofA = all.filter((delivery) => delivery.subscriptionId === a.id);
+      t.strictSame(
+        (await deliveriesOf(store, a.id, 2)).map((delivery) => delivery.messageId),
+        [ofA[2]!.messageId, ofA[1]!.messageId],
+        'listDeliveries: newest first, up to its limit',
+      );
+      t.ok((await deliveriesOf(store, a.id)).every((delivery) => delivery.status === 'pending' && delivery.attempts === 0), 'a lease is not an attempt');
+    });
+
+    t.test('a leased delivery is not leased again until its lease ends', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('only', WEBHOOK_EVENTS));
+      await seed(t, store, [{ id: 1n, name: 'one' }]);
+      const leased = await store.claimDueDeliveries(NOW, LEASE_MS, 10);
+      t.equal(leased.length, 1);
+      t.strictSame(await store.claimDueDeliveries(NOW, LEASE_MS, 10), [], 'not again at the same instant');
+      t.strictSame(await store.claimDueDeliveries(later(LEASE_MS - 1), LEASE_MS, 10), [], 'nor just before the lease ends');
+      t.strictSame(await store.claimDueDeliveries(later(LEASE_MS + 1), LEASE_MS, 10), leased, 'after it ends: leased again, the same delivery');
+      t.strictSame(await store.claimDueDeliveries(later(LEASE_MS + 1), LEASE_MS, 10), [], 'and the new lease holds in turn');
+      t.strictSame(await store.claimDueDeliveries(later(2 * LEASE_MS + 2), LEASE_MS, 10), leased, 'until it ends too');
+    });
+
+    t.test('claims issued together never lease the same delivery', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('only', ['plant.created']));
+      await seed(t, store, [{ id: 0n, name: 'contested' }]);
+      const pair = await Promise.all([store.claimDueDeliveries(NOW, LEASE_MS, 10), store.claimDueDeliveries(NOW, LEASE_MS, 10)]);
+      t.strictSame(pair.map((claimed) => claimed.length).sort(), [0, 1], 'one delivery, two claims at the same time: one gets it');
+
+      const results = await Promise.all(Array.from({ length: 40 }, (_, index) => store.createPlant({ id: BigInt(index + 1), name: `plant ${index}` })));
+      t.same(countOutcomes(results), { created: 40 });
+      const claims = await Promise.all(Array.from({ length: 8 }, () => store.claimDueDeliveries(NOW, LEASE_MS, 7)));
+      t.ok(claims.every((claimed) => claimed.length <= 7), 'each within its limit');
+      const ids = claims.flat().map((delivery) => delivery.id);
+      t.equal(new Set(ids).size, ids.length, `no delivery leased twice (${ids.length} leased by 8 claims)`);
+      const rest = (await claimAll(store)).map((delivery) => delivery.id);
+      t.notOk(rest.some((id) => ids.includes(id)), 'a later claim takes none of them');
+      t.equal(ids.length + rest.length, 40, 'every delivery leased exactly once');
+    });
+
+    t.test('recordAttempt delivered: delivered, never leased again', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+      ]);
+      const [one, two] = await claimAll(store);
+      const [listedTwo, listedOne] = await deliveriesOf(store, subscription.id);
+      await store.recordAttempt({ id: one!.id, at: iso(1_000), result: 'delivered', responseStatus: 204 });
+      // The second is retried first, then delivered: the error of the failed attempt goes.
+      await store.recordAttempt({ id: two!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(2_000), responseStatus: 503, error: '503' });
+      t.equal((await store.claimDueDeliveries(later(2_000), LEASE_MS, 10)).length, 1, 'the retry is due');
+      await store.recordAttempt({ id: two!.id, at: iso(3_000), result: 'delivered', responseStatus: 200 });
+      t.strictSame(
+        await deliveriesOf(store, subscription.id),
+        [
+          { ...identity(listedTwo!), status: 'delivered', attempts: 2, lastAttemptAt: iso(3_000), lastResponseStatus: 200 },
+          { ...identity(listedOne!), status: 'delivered', attempts: 1, lastAttemptAt: iso(1_000), lastResponseStatus: 204 },
+        ],
+        'delivered, attempts counted, the last status; no nextAttemptAt and no lastError',
+      );
+      t.strictSame(await store.claimDueDeliveries(later(100 * LEASE_MS), LEASE_MS, 10), [], 'a delivered delivery is never leased again');
+    });
+
+    t.test('recordAttempt retry: pending again, due from nextAttemptAt on; failed: failed for good', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));
+      await seed(t, store, [{ id: TWO_53 + 1n, name: 'retried' }]);
+      const [claimed] = await claimAll(store);
+      const base = identity((await deliveriesOf(store, subscription.id))[0]!);
+
+      // Due within the first lease: recording an attempt ends the lease.
+      const error = 'the receiver answered 503';
+      await store.recordAttempt({ id: claimed!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(10_000), responseStatus: 503, error });
+      t.strictSame(
+        await deliveriesOf(store, subscription.id),
+        [{ ...base, status: 'pending', attempts: 1, lastAttemptAt: iso(1_000), lastResponseStatus: 503, lastError: error, nextAttemptAt: iso(10_000) }],
+        'pending, one attempt, with its status, error and next attempt',
+      );
+      t.strictSame(await store.claimDueDeliveries(later(9_999), LEASE_MS, 10), [], 'not due before nextAttemptAt');
+      const [again] = await store.claimDueDeliveries(later(10_000), LEASE_MS, 10);
+      t.equal(again?.id, claimed!.id, 'due at nextAttemptAt');
+      t.equal(again?.messageId, claimed!.messageId, 'under the same message id');
+      t.equal(again?.attempts, 1, 'carrying the attempts so far');
+      t.equal(again?.payload, claimed!.payload);
+
+      await store.recordAttempt({ id: claimed!.id, at: iso(11_000), result: 'retry', nextAttemptAt: iso(100_000), error: 'could not deliver: connection refused' });
+      t.strictSame(
+        await deliveriesOf(store, subscription.id),
+        [{ ...base, status: 'pending', attempts: 2, lastAttemptAt: iso(11_000), lastError: 'could not deliver: connection refused', nextAttemptAt: iso(100_000) }],
+        'a retry without a status: no lastResponseStatus',
+      );
+      t.strictSame(await store.claimDueDeliveries(later(99_999), LEASE_MS, 10), [], 'not due before the new nextAttemptAt');
+      t.equal((await store.claimDueDeliveries(later(100_000), LEASE_MS, 10))[0]?.attempts, 2, 'due at it');
+
+      await store.recordAttempt({ id: claimed!.id, at: iso(101_000), result: 'failed', responseStatus: 500, error: 'the receiver answered 500' });
+      t.strictSame(
+        await deliveriesOf(store, subscription.id),
+        [{ ...base, status: 'failed', attempts: 3, lastAttemptAt: iso(101_000), lastResponseStatus: 500, lastError: 'the receiver answered 500' }],
+        'failed, no nextAttemptAt',
+      );
+      t.strictSame(await store.claimDueDeliveries(later(100 * LEASE_MS), LEASE_MS, 10), [], 'a failed delivery is never leased again');
+      t.strictSame(await store.listSubscriptions(), [subscription], 'failing without disableSubscription leaves the subscription enabled');
+    });
+
+    t.test('recordAttempt failed with disableSubscription disables the subscription and fails its pending deliveries', async (t) => {
+      const store = await open(t);
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created', 'plant.replaced']));
+      const other = await store.createSubscription(newSubscription('other', ['plant.created']));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+        { id: 3n, name: 'three' },
+      ]);
+      const claimed = await claimAll(store);
+      const first = claimed.find((delivery) => delivery.subscriptionId === gone.id)!;
+      await store.recordAttempt({
+        id: first.id,
+        at: iso(1_000),
+        result: 'failed',
+        responseStatus: 410,
+        error: 'the receiver answered 410',
+        disableSubscription: 'the receiver answered 410 Gone',
+      });
+
+      t.strictSame(
+        await store.listSubscriptions(),
+        [{ ...gone, disabledAt: iso(1_000), disabledReason: 'the receiver answered 410 Gone' }, other],
+        'that subscription shows when and why it was disabled; the other is untouched',
+      );
+      const ofGone = await deliveriesOf(store, gone.id);
+      t.equal(ofGone.length, 3);
+      t.ok(ofGone.every((delivery) => delivery.status === 'failed'), 'every delivery of it failed');
+      t.ok(ofGone.every((delivery) => !('nextAttemptAt' in delivery)), 'none has a next attempt');
+      const attempted = ofGone.find((delivery) => delivery.messageId === first.messageId)!;
+      t.equal(attempted.attempts, 1);
+      t.equal(attempted.lastResponseStatus, 410);
+      t.equal(attempted.lastAttemptAt, iso(1_000));
+      for (const delivery of ofGone.filter((delivery) => delivery !== attempted)) {
+        t.equal(delivery.attempts, 0, 'the others were never attempted');
+        t.equal(typeof delivery.lastError, 'string', `with a reason: ${delivery.lastError}`);
+      }
+      t.ok((await deliveriesOf(store, other.id)).every((delivery) => delivery.status === 'pending'), "the other subscription's deliveries stay pending");
+
+      const afterLeases = await store.claimDueDeliveries(later(LEASE_MS + 1), LEASE_MS, 100);
+      t.equal(afterLeases.length, 3, 'once the leases end, three are due again');
+      t.ok(afterLeases.every((delivery) => delivery.subscriptionId === other.id), 'all of the other subscription');
+
+      t.equal((await store.createPlant({ id: 4n, name: 'four' })).outcome, 'created');
+      expectWrite(t, await store.replacePlant(1n, { name: 'one renamed' }), { outcome: 'done', plant: { id: 1n, name: 'one renamed' } }, 'replace');
+      t.equal((await deliveriesOf(store, gone.id)).length, 3, 'a disabled subscription gets no new delivery');
+      t.equal((await deliveriesOf(store, other.id)).length, 4, 'the other gets the creation');
+      t.strictSame((await claimAll(store)).map((delivery) => delivery.subscriptionId), [other.id], 'only that one is due');
+      t.equal(await store.deleteSubscription(gone.id), true, 'a disabled subscription can be deleted');
+    });
+
+    t.test('an attempt recorded after its subscription was disabled never makes a delivery due again', async (t) => {
+      // The dispatcher sends a batch in parallel: one delivery of a subscription may get 410 while
+      // another of the same subscription, already in flight, gets 503 and is recorded afterwards.
+      const store = await open(t);
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+      ]);
+      const [first, second] = await claimAll(store);
+      await store.recordAttempt({ id: first!.id, at: iso(1_000), result: 'failed', responseStatus: 410, disableSubscription: 'the receiver answered 410 Gone' });
+      await store.recordAttempt({ id: second!.id, at: iso(1_001), result: 'retry', nextAttemptAt: iso(2_000), responseStatus: 503 });
+      t.strictSame(await store.claimDueDeliveries(later(100 * LEASE_MS), LEASE_MS, 10), [], 'nothing of a disabled subscription is leased');
+      t.ok((await deliveriesOf(store, gone.id)).every((delivery) => delivery.status !== 'pending'), 'no delivery of it is pending');
+    });
+
+    t.test('recordAttempt for a delivery whose subscription was deleted meanwhile resolves and changes nothing', async (t) => {
+      const store = await open(t);
+      const removed = await store.createSubscription(newSubscription('removed', ['plant.created']));
+      const kept = await store.createSubscription(newSubscription('kept', ['plant.created']));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+        { id: 3n, name: 'three' },
+        { id: 4n, name: 'four' },
+      ]);
+      const claimed = await claimAll(store);
+      const [delivered, retried, failed, gone] = claimed.filter((delivery) => delivery.subscriptionId === removed.id);
+      t.equal(await store.deleteSubscription(removed.id), true, 'deleted while its deliveries are in flight');
+      await t.resolves(store.recordAttempt({ id: delivered!.id, at: iso(1_000), result: 'delivered', responseStatus: 200 }), 'delivered');
+      await t.resolves(store.recordAttempt({ id: retried!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(2_000), responseStatus: 503 }), 'retry');
+      await t.resolves(store.recordAttempt({ id: failed!.id, at: iso(1_000), result: 'failed', error: 'gave up' }), 'failed');
+      await t.resolves(
+        store.recordAttempt({ id: gone!.id, at: iso(1_000), result: 'failed', responseStatus: 410, disableSubscription: 'the receiver answered 410 Gone' }),
+        'failed with disableSubscription',
+      );
+      t.strictSame(await store.listSubscriptions(), [kept], 'the other subscription is not disabled');
+      t.equal(await store.listDeliveries(removed.id, 10), undefined, 'nothing brought the deleted subscription back');
+      t.ok(
+        (await deliveriesOf(store, kept.id)).every((delivery) => delivery.status === 'pending' && delivery.attempts === 0),
+        "the other's deliveries are untouched",
+      );
+      const due = await store.claimDueDeliveries(later(LEASE_MS + 1), LEASE_MS, 100);
+      t.strictSame(due.map((delivery) => delivery.subscriptionId), [kept.id, kept.id, kept.id, kept.id], 'only the four of the other are due');
+    });
+
+    t.test('pruneDeliveries removes delivered and failed deliveries attempted before their cut-offs, keeps pending ones', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS));
+      const another = await store.createSubscription(newSubscription('another', ['plant.created']));
+      const DAY = 86_400_000;
+      const deliveredBefore = later(5 * DAY);
+      const failedBefore = later(10 * DAY);
+      await seed(
+        t,
+        store,
+        Array.from({ length: 8 }, (_, index) => ({ id: BigInt(index), name: `plant ${index}` })),
+      );
+      const claimed = await claimAll(store);
+      const ofSubscription = claimed.filter((delivery) => delivery.subscriptionId === subscription.id);
+      const ofAnother = claimed.filter((delivery) => delivery.subscriptionId === another.id);
+      const outcomes: [AttemptOutcome, boolean][] = [
+        [{ id: ofSubscription[0]!.id, at: iso(DAY), result: 'delivered', responseStatus: 200 }, true],
+        [{ id: ofSubscription[1]!.id, at: iso(5 * DAY - 1), result: 'delivered', responseStatus: 200 }, true],
+        [{ id: ofSubscription[2]!.id, at: iso(5 * DAY), result: 'delivered', responseStatus: 200 }, false], // not before the cut-off
+        [{ id: ofSubscription[3]!.id, at: iso(7 * DAY), result: 'delivered', responseStatus: 200 }, false], // before the failed cut-off only
+        [{ id: ofSubscription[4]!.id, at: iso(DAY), result: 'failed', responseStatus: 500 }, true],
+        [{ id: ofSubscription[5]!.id, at: iso(7 * DAY), result: 'failed', error: 'gave up' }, true], // after the delivered cut-off
+        [{ id: ofSubscription[6]!.id, at: iso(10 * DAY), result: 'failed', responseStatus: 500 }, false],
+        [{ id: ofSubscription[7]!.id, at: iso(DAY), result: 'retry', nextAttemptAt: iso(20 * DAY), responseStatus: 503 }, false], // pending
+        [{ id: ofAnother[0]!.id, at: iso(DAY), result: 'delivered', responseStatus: 204 }, true],
+        [{ id: ofAnother[1]!.id, at: iso(DAY), result: 'retry', nextAttemptAt: iso(2 * DAY) }, false], // pending, overdue
+      ];
+      for (const [outcome] of outcomes) await store.recordAttempt(outcome);
+      // ofAnother[2..7] were never attempted: pending, kept.
+      const messageIds = (deliveries: ClaimedDelivery[]) => deliveries.map((delivery) => delivery.messageId);
+      const pruned = new Set(messageIds(claimed.filter((delivery) => outcomes.some(([outcome, prune]) => prune && outcome.id === delivery.id))));
+      t.equal(pruned.size, 5, 'the expectation itself');
+
+      t.equal(await store.pruneDeliveries(deliveredBefore, failedBefore), 5, 'answers how many were removed');
+      const remaining = [...(await deliveriesOf(store, subscription.id)), ...(await deliveriesOf(store, another.id))];
+      t.strictSame(
+        remaining.map((delivery) => delivery.messageId).sort(),
+        messageIds(claimed).filter((messageId) => !pruned.has(messageId)).sort(),
+        'exactly those are gone; the rest are kept',
+      );
+      t.equal(remaining.filter((delivery) => delivery.status === 'pending').length, 8, 'every pending delivery is kept');
+      t.equal(await store.pruneDeliveries(deliveredBefore, failedBefore), 0, 'pruning again removes nothing');
+    });
+
+    t.test('pruneDeliveries also removes the deliveries failed when their subscription was disabled', async (t) => {
+      const store = await open(t);
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+        { id: 3n, name: 'three' },
+      ]);
+      const [first] = await claimAll(store);
+      await store.recordAttempt({ id: first!.id, at: iso(1_000), result: 'failed', responseStatus: 410, disableSubscription: 'the receiver answered 410 Gone' });
+      t.equal((await deliveriesOf(store, gone.id)).filter((delivery) => delivery.status === 'failed').length, 3, 'all three failed');
+      t.equal(await store.pruneDeliveries(later(100_000), later(100_000)), 3, 'all three are pruned once past the failed cut-off');
+      t.strictSame(await store.listDeliveries(gone.id, 10), [], 'none is left');
+    });
+
+    t.test('deleteSubscription removes its deliveries too, whatever their status', async (t) => {
+      const store = await open(t);
+      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS));
+      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS));
+      await seed(t, store, [
+        { id: 1n, name: 'one' },
+        { id: 2n, name: 'two' },
+        { id: 3n, name: 'three' },
+        { id: 4n, name: 'four' },
+      ]);
+      const claimed = await claimAll(store);
+      const ofRemoved = claimed.filter((delivery) => delivery.subscriptionId === removed.id);
+      const ofKept = claimed.filter((delivery) => delivery.subscriptionId === kept.id);
+      await store.recordAttempt({ id: ofRemoved[0]!.id, at: iso(1_000), result: 'delivered', responseStatus: 200 });
+      await store.recordAttempt({ id: ofRemoved[1]!.id, at: iso(1_000), result: 'failed', error: 'gave up' });
+      await store.recordAttempt({ id: ofRemoved[2]!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(2_000) });
+      await store.recordAttempt({ id: ofKept[0]!.id, at: iso(1_000), result: 'delivered', responseStatus: 200 });
+      const keptBefore = await deliveriesOf(store, kept.id);
+
+      t.equal(await store.deleteSubscription(removed.id), true);
+      t.equal(await store.listDeliveries(removed.id, 10), undefined, 'its deliveries are no longer listed');
+      t.strictSame(await deliveriesOf(store, kept.id), keptBefore, "the other subscription's deliveries are untouched");
+      const due = await store.claimDueDeliveries(later(100 * LEASE_MS), LEASE_MS, 100);
+      t.strictSame(due.map((delivery) => delivery.messageId), ofKept.slice(1).map((delivery) => delivery.messageId), "only the other's pending deliveries are due");
+      t.equal(
+        await store.pruneDeliveries(later(100_000), later(100_000)),
+        1,
+        "its delivered and failed rows went too: only the other's delivered row is left to prune",
+      );
+
+      t.equal((await store.createPlant({ id: 5n, name: 'five' })).outcome, 'created');
+      t.strictSame((await claimAll(store, later(100 * LEASE_MS))).map((delivery) => delivery.subscriptionId), [kept.id], 'new changes go to the other only');
+    });
   });
 }
 
@@ -682,4 +1228,40 @@ function countOutcomes(results: readonly CreateResult[]): Partial<Record<CreateR
   const counts: Partial<Record<CreateResult['outcome'], number>> = {};
   for (const { outcome } of results) counts[outcome] = (counts[outcome] ?? 0) + 1;
   return counts;
+}
+
+/** The instant `ms` after NOW. */
+function later(ms: number): Date {
+  return new Date(NOW.getTime() + ms);
+}
+
+/** The instant `ms` after NOW, as the dispatcher writes it. */
+function iso(ms: number): string {
+  return later(ms).toISOString();
+}
+
+/** A subscription named by `label`, with its own url and secret. */
+function newSubscription(label: string, events: readonly WebhookEvent[]): NewSubscription {
+  return { url: `https://hooks.example.com/${label}`, events, secret: `whsec_${Buffer.from(`the secret of ${label}`).toString('base64')}` };
+}
+
+/** Leases everything due at `now` (NOW by default). */
+function claimAll(store: PlantStore, now: Date = NOW): Promise<ClaimedDelivery[]> {
+  return store.claimDueDeliveries(now, LEASE_MS, 1000);
+}
+
+/** The deliveries of a subscription that must exist, newest first. */
+async function deliveriesOf(store: PlantStore, subscriptionId: bigint, limit = 1000): Promise<Delivery[]> {
+  const deliveries = await store.listDeliveries(subscriptionId, limit);
+  if (!deliveries) throw new Error(`subscription ${subscriptionId} does not exist`);
+  return deliveries;
+}
+
+/** What never changes about a delivery: its message id, event and creation. */
+function identity({ messageId, event, createdAt }: Delivery): Pick<Delivery, 'messageId' | 'event' | 'createdAt'> {
+  return { messageId, event, createdAt };
+}
+
+function compareBigints(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

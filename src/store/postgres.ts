@@ -286,7 +286,8 @@ export class PostgresStore implements PlantStore {
       const status = outcome.result === 'retry' ? 'pending' : outcome.result;
       const { rows } = await client.query<{ subscription_id: bigint }>(
         `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_attempt_at = $2, last_response_status = $3,
-           last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $6 RETURNING subscription_id`,
+           last_error = $4, next_attempt_at = $5, claimed_until = NULL WHERE id = $6 AND status = 'pending'
+         RETURNING subscription_id`,
         [
           status,
           outcome.at,
@@ -304,9 +305,9 @@ export class PostgresStore implements PlantStore {
         subscription,
       ]);
       await client.query(
-        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL
-          WHERE subscription_id = $1 AND status = 'pending'`,
-        [subscription],
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
+           last_attempt_at = coalesce(last_attempt_at, $2) WHERE subscription_id = $1 AND status = 'pending'`,
+        [subscription, outcome.at],
       );
     });
   }

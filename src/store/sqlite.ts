@@ -248,11 +248,9 @@ export class SqliteStore implements PlantStore {
 
   createSubscription(subscription: NewSubscription): Promise<Subscription> {
     return this.#write(() => {
-      const row = this.#db
-        .prepare(
-          `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
-        )
-        .get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
+      const row = this.#read(
+        `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
+      ).get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
       return toSubscription(row as unknown as SubscriptionRow);
     });
   }
@@ -302,26 +300,23 @@ export class SqliteStore implements PlantStore {
       const status = outcome.result === 'retry' ? 'pending' : outcome.result;
       const nextAttemptAt = outcome.result === 'retry' ? outcome.nextAttemptAt : null;
       const error = outcome.result === 'delivered' ? null : (outcome.error ?? null);
+      // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
+      const row = this.#read(
+        `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
+           last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`,
+      ).get(status, outcome.at, outcome.responseStatus ?? null, error, nextAttemptAt, outcome.id) as
+        | { subscription_id: bigint }
+        | undefined;
+      if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
+      this.#db
+        .prepare('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
+        .run(outcome.at, outcome.disableSubscription, row.subscription_id);
       this.#db
         .prepare(
-          `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
-             last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ?`,
+          `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
+             last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
         )
-        .run(status, outcome.at, outcome.responseStatus ?? null, error, nextAttemptAt, outcome.id);
-      if (outcome.result === 'failed' && outcome.disableSubscription) {
-        const { subscription_id } = this.#read('SELECT subscription_id FROM webhook_deliveries WHERE id = ?').get(outcome.id) as {
-          subscription_id: bigint;
-        };
-        this.#db
-          .prepare('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
-          .run(outcome.at, outcome.disableSubscription, subscription_id);
-        this.#db
-          .prepare(
-            `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL
-              WHERE subscription_id = ? AND status = 'pending'`,
-          )
-          .run(subscription_id);
-      }
+        .run(outcome.at, row.subscription_id);
     });
   }
 

@@ -31,6 +31,9 @@ export interface DispatcherOptions {
 }
 
 const FAILED_RETENTION_MS = 7 * 86_400_000;
+// A lease outlives the attempt it covers (bounded by the timeout) by this much; after a crash,
+// another pass (here or on another instance) sends the delivery again once the lease is over.
+const LEASE_MARGIN_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
@@ -42,6 +45,8 @@ export class WebhookDispatcher {
   #wakeUp: (() => void) | undefined;
   #woken = false;
   #lastPrune = 0;
+  /** The earliest retry this instance scheduled, so a delay shorter than the poll is honoured. */
+  #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
     this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, ...options };
@@ -79,9 +84,14 @@ export class WebhookDispatcher {
 
   async #pass(): Promise<number> {
     const { store, timeoutMs, batchSize, now } = this.#options;
-    // The lease outlives an attempt, so a delivery is only retried by another instance after a crash.
-    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + 30_000, batchSize);
-    await Promise.all(due.map(async (delivery) => store.recordAttempt(this.#outcome(delivery, await this.#send(delivery)))));
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, batchSize);
+    await Promise.all(
+      due.map(async (delivery) => {
+        const outcome = this.#outcome(delivery, await this.#send(delivery));
+        if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
+        await store.recordAttempt(outcome);
+      }),
+    );
     await this.#pruneNowAndThen();
     return due.length;
   }
@@ -150,13 +160,19 @@ export class WebhookDispatcher {
     await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
   }
 
+  #retryAt(at: number): void {
+    this.#nextRetryAt = Math.min(this.#nextRetryAt, at);
+  }
+
   #idle(): Promise<void> {
     if (this.#stopped || this.#woken) {
       this.#woken = false;
       return Promise.resolve();
     }
+    const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
+    this.#nextRetryAt = Number.POSITIVE_INFINITY;
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.#options.pollMs);
+      const timer = setTimeout(done, Math.min(this.#options.pollMs, untilRetry));
       function done(): void {
         clearTimeout(timer);
         resolve();
