@@ -1,5 +1,6 @@
 // buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
-import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
+import type { Server } from 'node:http';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptions } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
@@ -7,10 +8,13 @@ import { createDocsHandlers, registerDocs } from './http/docs.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
 import { createFailureLimiter } from './http/failure-limiter.ts';
 import { createHealthHandlers } from './http/health.ts';
+import { installLifecycle } from './http/lifecycle.ts';
 import { useExactJsonBodies } from './http/json.ts';
 import { loggerOptions } from './http/logging.ts';
+import { createMetrics, createMetricsHandler } from './http/metrics.ts';
 import type { ServiceHandlers } from './http/operations.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { requestIdFor, returnRequestIds } from './http/request-id.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import { SPEC_PATH } from './spec-path.ts';
@@ -24,7 +28,10 @@ export { SPEC_PATH };
 export const BODY_LIMIT = 64 * 1024;
 
 export interface AppDependencies {
-  config: Pick<Config, 'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks'>;
+  config: Pick<
+    Config,
+    'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
+  >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -32,17 +39,16 @@ export interface AppDependencies {
   clock?: () => number;
 }
 
-export async function buildApp({ config, store, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
-  const app = Fastify({
-    logger: loggerOptions(config.logLevel, logStream),
-    bodyLimit: BODY_LIMIT,
-    schemaErrorFormatter: formatSchemaErrors,
-    frameworkErrors: frameworkErrorHandler,
-    clientErrorHandler,
-  });
+export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(config, logStream));
+  installLifecycle(app); // the first onRequest hook: nothing new starts while closing
+  returnRequestIds(app);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
   useExactJsonBodies(app);
+  const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
+  const store = metrics.instrument(plainStore);
+
   const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });
   app.addHook('onClose', () => verifier.close());
   const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000, now: clock });
@@ -56,6 +62,7 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
     log: app.log,
     ...config.webhooks,
     deliveredRetentionMs: config.webhooks.retentionMs,
+    onAttempt: metrics.deliveryAttempt,
     now: clock,
   });
   app.addHook('onReady', async () => dispatcher.start());
@@ -67,6 +74,7 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
     ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks }),
     ...createHealthHandlers({ ping: () => store.ping() }),
     ...createDocsHandlers(app),
+    getMetrics: createMetricsHandler(metrics),
   };
   await app.register(openapiGlue, {
     specification: SPEC_PATH,
@@ -74,6 +82,24 @@ export async function buildApp({ config, store, logStream, clock = Date.now }: A
     securityHandlers: { bearerAuth },
   });
   return app;
+}
+
+function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
+  return {
+    logger: loggerOptions(config.logLevel, logStream),
+    genReqId: requestIdFor,
+    bodyLimit: BODY_LIMIT,
+    schemaErrorFormatter: formatSchemaErrors,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // Fastify's built-in 503 while closing does not match the Error schema; lifecycle.ts answers instead.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    requestTimeout: config.timeouts.requestMs,
+    keepAliveTimeout: config.timeouts.keepAliveMs,
+    // Node checks these limits every connectionsCheckingInterval: check often enough to honour them.
+    http: { headersTimeout: config.timeouts.headersMs, connectionsCheckingInterval: 1_000 },
+  };
 }
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */

@@ -17,6 +17,18 @@ export interface Config {
   /** Failed authentications per minute per address before 429; 0: no limit. */
   authFailuresPerMinute: number;
   webhooks: WebhookConfig;
+  timeouts: TimeoutConfig;
+}
+
+export interface TimeoutConfig {
+  /** A whole request, headers and body, must arrive within this. */
+  requestMs: number;
+  /** The headers must arrive within this: cuts off slow-loris clients. */
+  headersMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveMs: number;
+  /** A stop (SIGTERM/SIGINT) that has not finished by then exits 1. */
+  shutdownMs: number;
 }
 
 export interface WebhookConfig {
@@ -42,6 +54,10 @@ interface RawEnv {
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
   WEBHOOK_RETENTION: string;
+  REQUEST_TIMEOUT: string;
+  HEADERS_TIMEOUT: string;
+  KEEP_ALIVE_TIMEOUT: string;
+  SHUTDOWN_TIMEOUT: string;
 }
 
 const schema = {
@@ -64,6 +80,10 @@ const schema = {
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
     WEBHOOK_RETENTION: { type: 'string', default: '1h' },
+    REQUEST_TIMEOUT: { type: 'string', default: '30s' },
+    HEADERS_TIMEOUT: { type: 'string', default: '10s' },
+    KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
+    SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
   },
 } as const;
 
@@ -90,6 +110,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
       timeoutMs: durations('WEBHOOK_TIMEOUT', [raw.WEBHOOK_TIMEOUT])[0]!,
       retentionMs: durations('WEBHOOK_RETENTION', [raw.WEBHOOK_RETENTION])[0]!,
+    },
+    timeouts: {
+      requestMs: durations('REQUEST_TIMEOUT', [raw.REQUEST_TIMEOUT])[0]!,
+      headersMs: durations('HEADERS_TIMEOUT', [raw.HEADERS_TIMEOUT])[0]!,
+      keepAliveMs: durations('KEEP_ALIVE_TIMEOUT', [raw.KEEP_ALIVE_TIMEOUT])[0]!,
+      shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),

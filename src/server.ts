@@ -13,17 +13,28 @@ async function main(): Promise<void> {
   const app = await buildApp({ config, store });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      app.log.info({ signal }, 'shutting down');
-      // The store closes last: closing the app still writes (pending last-use times of tokens).
-      app.close().then(() => store.close()).then(
-        () => process.exit(0),
-        (error: unknown) => {
-          app.log.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    });
+    process.once(signal, () => stop(signal));
+  }
+
+  // Readiness fails and new connections are refused at once; requests in flight finish; idle
+  // keep-alive connections close; the webhook dispatcher stops; the store closes last, since
+  // closing the app still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT: exit 1.
+  function stop(signal: NodeJS.Signals): void {
+    app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
+    setTimeout(() => {
+      app.log.error({ timeoutMs: config.timeouts.shutdownMs }, 'shutdown timed out; exiting anyway');
+      process.exit(1);
+    }, config.timeouts.shutdownMs).unref();
+    app.close().then(() => store.close()).then(
+      () => {
+        app.log.info('stopped cleanly');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   }
 
   await app.listen({ host: config.host, port: config.port });

@@ -26,6 +26,7 @@ t.test('defaults when nothing is set', async (t) => {
       timeoutMs: 10_000,
       retentionMs: 3_600_000,
     },
+    timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownMs: 10_000 },
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -46,6 +47,10 @@ t.test('each variable is read', async (t) => {
       WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m',
       WEBHOOK_TIMEOUT: '3s',
       WEBHOOK_RETENTION: '0s',
+      REQUEST_TIMEOUT: '20s',
+      HEADERS_TIMEOUT: '5s',
+      KEEP_ALIVE_TIMEOUT: '75s',
+      SHUTDOWN_TIMEOUT: '30s',
     }),
     {
       host: '0.0.0.0',
@@ -58,6 +63,7 @@ t.test('each variable is read', async (t) => {
       redisUrl: 'redis://127.0.0.1:6379',
       authFailuresPerMinute: 0,
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
+      timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownMs: 30_000 },
     },
   );
   t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');
@@ -72,6 +78,8 @@ t.test('rate-limit variables are validated', async (t) => {
     [{ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, 'WEBHOOK_RETRY_SCHEDULE'],
     [{ WEBHOOK_TIMEOUT: '10' }, 'WEBHOOK_TIMEOUT'],
     [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
+    [{ SHUTDOWN_TIMEOUT: 'later' }, 'SHUTDOWN_TIMEOUT'],
+    [{ HEADERS_TIMEOUT: '5' }, 'HEADERS_TIMEOUT'],
   ] as const) {
     t.throws(() => loadConfig(env), { name: 'Error', message: new RegExp(variable) }, JSON.stringify(env));
   }

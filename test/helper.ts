@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
 import { buildApp, type AppDependencies } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { parseJson } from '../src/http/json.ts';
 import { openStore } from '../src/store/factory.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
@@ -52,6 +53,7 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
       authFailuresPerMinute: 100,
       ...options,
       webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
+      timeouts: options.timeouts ?? loadConfig({}).timeouts,
     },
     store,
     logStream,

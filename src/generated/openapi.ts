@@ -178,6 +178,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description Request counts and latency per operation, store latency, webhook queue depth and delivery
+         *     outcomes, and process figures (memory, CPU, event-loop delay), in the Prometheus text
+         *     format. Needs no token; expose it only where your monitoring can reach it.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -481,7 +503,21 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The store cannot be reached right now (say, a lost database connection); retry after `Retry-After` seconds */
+        /** @description The instance is shutting down; retry on another one */
+        ShuttingDown: {
+            headers: {
+                /** @description Seconds to wait before retrying */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The store cannot be reached right now (say, a lost database connection), or the instance
+         *     is shutting down; retry after `Retry-After` seconds
+         */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying */
@@ -874,6 +910,7 @@ export interface operations {
         responses: {
             200: components["responses"]["Health"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ShuttingDown"];
         };
     };
     getReadiness: {
@@ -898,6 +935,28 @@ export interface operations {
             };
         };
     };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ShuttingDown"];
+        };
+    };
     getOpenApiJson: {
         parameters: {
             query?: never;
@@ -917,6 +976,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ShuttingDown"];
         };
     };
     getOpenApiYaml: {
@@ -938,6 +998,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ShuttingDown"];
         };
     };
     plantCreated: {

@@ -312,6 +312,11 @@ export class PostgresStore implements PlantStore {
     });
   }
 
+  async countPendingDeliveries(): Promise<number> {
+    const { rows } = await this.#query<{ pending: string }>("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'");
+    return Number(rows[0]!.pending);
+  }
+
   async pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
     const { rowCount } = await this.#query(
       `DELETE FROM webhook_deliveries

@@ -320,6 +320,13 @@ export class SqliteStore implements PlantStore {
     });
   }
 
+  async countPendingDeliveries(): Promise<number> {
+    const row = this.#db.prepare("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'").get() as {
+      pending: number;
+    };
+    return row.pending;
+  }
+
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
     return this.#write(() => {
       const { changes } = this.#db
@@ -339,6 +346,8 @@ export class SqliteStore implements PlantStore {
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
     this.#flushWrites();
+    // Fold the WAL into the database file, so a clean stop leaves one self-contained file.
+    this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     this.#db.close();
   }
 

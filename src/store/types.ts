@@ -154,6 +154,8 @@ export interface PlantStore {
    */
   claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
+  /** Deliveries waiting to be sent or retried. */
+  countPendingDeliveries(): Promise<number>;
   /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
   /** Resolves when the store answers a trivial query; rejects otherwise. */

@@ -24,6 +24,8 @@ export interface DispatcherOptions {
   timeoutMs: number;
   /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
   deliveredRetentionMs: number;
+  /** Told each attempt's result, for metrics. */
+  onAttempt?: (result: AttemptOutcome['result']) => void;
   pollMs?: number;
   batchSize?: number;
   now?: () => number;
@@ -49,7 +51,7 @@ export class WebhookDispatcher {
   #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, ...options };
+    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, onAttempt: () => undefined, ...options };
     this.#agent = guardedAgent(options.allowPrivateNetworks, options.timeoutMs);
   }
 
@@ -89,6 +91,7 @@ export class WebhookDispatcher {
       due.map(async (delivery) => {
         const outcome = this.#outcome(delivery, await this.#send(delivery));
         if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
+        this.#options.onAttempt(outcome.result);
         await store.recordAttempt(outcome);
       }),
     );

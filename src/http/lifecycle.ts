@@ -1,0 +1,26 @@
+// How the service behaves while it stops. Fastify's own 503 while closing does not match the
+// published Error body, so it is turned off and replaced: once closing starts (preClose),
+// readiness fails and any request that still arrives on an open connection gets a 503 Error
+// with Retry-After and Connection: close; requests already in flight finish normally.
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from './errors.ts';
+
+export interface Lifecycle {
+  readonly closing: boolean;
+}
+
+export function installLifecycle(app: FastifyInstance): Lifecycle {
+  const state = { closing: false };
+  app.addHook('preClose', async () => {
+    state.closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (state.closing) {
+      throw new HttpError(503, 'The service is shutting down; retry on another instance.', {
+        'retry-after': '1',
+        connection: 'close',
+      });
+    }
+  });
+  return state;
+}

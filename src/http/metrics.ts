@@ -1,0 +1,82 @@
+// Prometheus metrics at GET /metrics (prom-client): requests and latency per operation, store
+// latency per method, webhook queue depth and delivery outcomes, and the process defaults
+// (memory, CPU, event-loop delay). Each app has its own registry, so tests can build many.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { OperationHandler } from './operations.ts';
+
+export interface Metrics {
+  registry: Registry;
+  /** Wraps every method of the store so its latency is recorded, labelled by method name. */
+  instrument<T extends object>(store: T): T;
+  deliveryAttempt(result: 'delivered' | 'retry' | 'failed'): void;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request, by operation (the operationId, or "unknown") and status',
+    labelNames: ['operation', 'method', 'status'],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const storeLatency = new Histogram({
+    name: 'store_operation_duration_seconds',
+    help: 'Time the store took per method, failures included',
+    labelNames: ['method', 'outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const attempts = new Counter({
+    name: 'webhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts by result: delivered, retry (failed, will retry) or failed (for good)',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'webhook_deliveries_pending',
+    help: 'Webhook deliveries waiting to be sent or retried (the outbox queue depth)',
+    registers: [registry],
+    async collect() {
+      this.set(await pendingDeliveries());
+    },
+  });
+
+  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
+    requests.observe({ operation, method: request.method, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  return {
+    registry,
+    deliveryAttempt: (result) => attempts.inc({ result }),
+    instrument(store) {
+      return new Proxy(store, {
+        get(target, key) {
+          const value: unknown = Reflect.get(target, key);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            const stop = storeLatency.startTimer({ method: String(key) });
+            const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+            if (!(result instanceof Promise)) return result;
+            return result.then(
+              (resolved) => (stop({ outcome: 'ok' }), resolved),
+              (error: unknown) => {
+                stop({ outcome: 'error' });
+                throw error;
+              },
+            );
+          };
+        },
+      });
+    },
+  };
+}
+
+export function createMetricsHandler(metrics: Metrics): OperationHandler<'getMetrics'> {
+  return async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+}

@@ -1,0 +1,18 @@
+// X-Request-Id: taken from the request when it is a plain token (so it cannot forge log lines),
+// otherwise generated; logged with every line about the request and returned on every answer.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export function requestIdFor(request: IncomingMessage): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+export function returnRequestIds(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+}
