@@ -7,6 +7,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrations } from './migrations.ts';
 import {
+  DELIVERY_COLUMNS,
+  SUBSCRIPTION_COLUMNS,
+  TOKEN_COLUMNS,
+  toClaimed,
+  toDelivery,
+  toPlant,
+  toSubscription,
+  toToken,
+  type ClaimedRow,
+  type DeliveryRow,
+  type PlantRow,
+  type SubscriptionRow,
+  type TokenRow,
+} from './rows.ts';
+import {
   eventPayload,
   pageStart,
   samePlant,
@@ -29,6 +44,8 @@ import {
   type TokenRecord,
 } from './types.ts';
 
+const iso = (time: Date): string => time.toISOString();
+
 export interface PostgresOptions {
   poolSize: number;
   /** Told about each lost or refused connection; at startup, also how long until the next try. */
@@ -37,65 +54,17 @@ export interface PostgresOptions {
   startupAttempts?: number;
 }
 
-interface PlantRow {
-  id: bigint;
-  name: string;
-  tag: string | null;
-}
 
-interface TokenRow {
-  id: bigint;
-  name: string;
-  hint: string;
-  scopes: string;
-  created_at: Date;
-  last_used_at: Date | null;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
 
-interface SubscriptionRow {
-  id: bigint;
-  url: string;
-  events: string;
-  created_at: Date;
-  disabled_at: Date | null;
-  disabled_reason: string | null;
-}
 
-interface DeliveryRow {
-  message_id: string;
-  event: string;
-  status: string;
-  attempts: number;
-  created_at: Date;
-  last_attempt_at: Date | null;
-  last_response_status: number | null;
-  last_error: string | null;
-  next_attempt_at: Date | null;
-}
 
-interface ClaimedRow {
-  id: bigint;
-  message_id: string;
-  event: string;
-  payload: string;
-  attempts: number;
-  subscription_id: bigint;
-  url: string;
-  secret: string;
-}
 
-const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
-const DELIVERY_COLUMNS =
-  'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
 // One outbox row per enabled subscription to the event, written in the plant's own transaction.
 const EMIT_EVENT = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
   SELECT $1 || id, id, $2, $3, now(), 'pending', now() FROM webhook_subscriptions
    WHERE disabled_at IS NULL AND position(' ' || $2 || ' ' in ' ' || events || ' ') > 0`;
 
 const INT8_OID = 20;
-const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
 const MIGRATION_LOCK = 7_240_318_001;
 const FIRST_TOKEN_LOCK = 7_240_318_002;
@@ -189,8 +158,8 @@ export class PostgresStore implements PlantStore {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const { rows } = await this.#query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = $1`, [hash]);
-    return rows[0] && toToken(rows[0]);
+    const { rows } = await this.#query<TokenRow<Date>>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = $1`, [hash]);
+    return rows[0] && toToken(rows[0], iso);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
@@ -209,17 +178,17 @@ export class PostgresStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const { rows } = await this.#query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`);
-    return rows.map(toToken);
+    const { rows } = await this.#query<TokenRow<Date>>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`);
+    return rows.map((row) => toToken(row, iso));
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
     const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
-    const { rows } = await this.#query<TokenRow>(
+    const { rows } = await this.#query<TokenRow<Date>>(
       `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE ${column} = $1 RETURNING ${TOKEN_COLUMNS}`,
       [nameOrId],
     );
-    return rows[0] && toToken(rows[0]);
+    return rows[0] && toToken(rows[0], iso);
   }
 
   async recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
@@ -233,16 +202,16 @@ export class PostgresStore implements PlantStore {
   }
 
   async createSubscription(subscription: NewSubscription): Promise<Subscription> {
-    const { rows } = await this.#query<SubscriptionRow>(
+    const { rows } = await this.#query<SubscriptionRow<Date>>(
       `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES ($1, $2, $3, now()) RETURNING ${SUBSCRIPTION_COLUMNS}`,
       [subscription.url, subscription.events.join(' '), subscription.secret],
     );
-    return toSubscription(rows[0]!);
+    return toSubscription(rows[0]!, iso);
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const { rows } = await this.#query<SubscriptionRow>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`);
-    return rows.map(toSubscription);
+    const { rows } = await this.#query<SubscriptionRow<Date>>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`);
+    return rows.map((row) => toSubscription(row, iso));
   }
 
   deleteSubscription(id: bigint): Promise<boolean> {
@@ -255,11 +224,11 @@ export class PostgresStore implements PlantStore {
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
     const exists = await this.#query('SELECT 1 FROM webhook_subscriptions WHERE id = $1', [String(subscriptionId)]);
     if (exists.rowCount === 0) return undefined;
-    const { rows } = await this.#query<DeliveryRow>(
+    const { rows } = await this.#query<DeliveryRow<Date>>(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY id DESC LIMIT $2`,
       [String(subscriptionId), limit],
     );
-    return rows.map(toDelivery);
+    return rows.map((row) => toDelivery(row, iso));
   }
 
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
@@ -402,13 +371,13 @@ async function emit(client: pg.PoolClient, event: WebhookEvent, plant: PlantReco
 }
 
 async function insertToken(client: pg.PoolClient, token: NewTokenRecord): Promise<TokenRecord> {
-  const { rows } = await client.query<TokenRow>(
+  const { rows } = await client.query<TokenRow<Date>>(
     `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, now())
      ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
     [token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null],
   );
   if (!rows[0]) throw new TokenNameTakenError(token.name);
-  return toToken(rows[0]);
+  return toToken(rows[0], iso);
 }
 
 /** Applies pending migrations while holding an advisory lock, so instances starting together take turns. */
@@ -475,57 +444,7 @@ function unavailableOr(error: unknown): unknown {
   return isConnectionError(error) && !(error instanceof StoreUnavailableError) ? new StoreUnavailableError(error) : error;
 }
 
-function toPlant(row: PlantRow): PlantRecord {
-  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
-}
 
-function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    id: row.id,
-    url: row.url,
-    events: row.events.split(' ') as WebhookEvent[],
-    createdAt: row.created_at.toISOString(),
-    ...(row.disabled_at !== null && { disabledAt: row.disabled_at.toISOString() }),
-    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
-  };
-}
 
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    messageId: row.message_id,
-    event: row.event as WebhookEvent,
-    status: row.status as Delivery['status'],
-    attempts: row.attempts,
-    createdAt: row.created_at.toISOString(),
-    ...(row.last_attempt_at !== null && { lastAttemptAt: row.last_attempt_at.toISOString() }),
-    ...(row.last_response_status !== null && { lastResponseStatus: row.last_response_status }),
-    ...(row.last_error !== null && { lastError: row.last_error }),
-    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: row.next_attempt_at.toISOString() }),
-  };
-}
 
-function toClaimed(row: ClaimedRow): ClaimedDelivery {
-  return {
-    id: row.id,
-    messageId: row.message_id,
-    event: row.event as WebhookEvent,
-    payload: row.payload,
-    attempts: row.attempts,
-    subscriptionId: row.subscription_id,
-    url: row.url,
-    secret: row.secret,
-  };
-}
 
-function toToken(row: TokenRow): TokenRecord {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    hint: row.hint,
-    scopes: row.scopes.split(' '),
-    createdAt: row.created_at.toISOString(),
-    ...(row.last_used_at !== null && { lastUsedAt: row.last_used_at.toISOString() }),
-    ...(row.expires_at !== null && { expiresAt: row.expires_at.toISOString() }),
-    ...(row.revoked_at !== null && { revokedAt: row.revoked_at.toISOString() }),
-  };
-}

@@ -9,6 +9,21 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrations } from './migrations.ts';
 import {
+  DELIVERY_COLUMNS,
+  SUBSCRIPTION_COLUMNS,
+  TOKEN_COLUMNS,
+  toClaimed,
+  toDelivery,
+  toPlant,
+  toSubscription,
+  toToken,
+  type ClaimedRow,
+  type DeliveryRow,
+  type PlantRow,
+  type SubscriptionRow,
+  type TokenRow,
+} from './rows.ts';
+import {
   eventPayload,
   pageStart,
   samePlant,
@@ -31,67 +46,22 @@ import {
   TokenNameTakenError,
 } from './types.ts';
 
+// Timestamps are stored as ISO 8601 text already.
+const iso = (time: string): string => time;
+
 interface PendingWrite {
   work: () => unknown;
   resolve: (result: any) => void;
   reject: (error: unknown) => void;
 }
 
-interface PlantRow {
-  id: bigint;
-  name: string;
-  tag: string | null;
-}
 
-interface TokenRow {
-  id: bigint;
-  name: string;
-  hint: string;
-  scopes: string;
-  created_at: string;
-  last_used_at: string | null;
-  expires_at: string | null;
-  revoked_at: string | null;
-}
 
-const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
 
-interface SubscriptionRow {
-  id: bigint;
-  url: string;
-  events: string;
-  created_at: string;
-  disabled_at: string | null;
-  disabled_reason: string | null;
-}
 
-interface DeliveryRow {
-  message_id: string;
-  event: string;
-  status: string;
-  attempts: bigint;
-  created_at: string;
-  last_attempt_at: string | null;
-  last_response_status: bigint | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-}
 
-interface ClaimedRow {
-  id: bigint;
-  message_id: string;
-  event: string;
-  payload: string;
-  attempts: bigint;
-  subscription_id: bigint;
-  url: string;
-  secret: string;
-}
 
-const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
 const DUE = "status = 'pending' AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)";
-const DELIVERY_COLUMNS =
-  'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
 
 const PAGE_QUERIES = {
   all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
@@ -207,8 +177,8 @@ export class SqliteStore implements PlantStore {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const row = this.#statements.selectTokenByHash.get(hash) as TokenRow | undefined;
-    return row && toToken(row);
+    const row = this.#statements.selectTokenByHash.get(hash) as TokenRow<string> | undefined;
+    return row && toToken(row, iso);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
@@ -224,8 +194,8 @@ export class SqliteStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = this.#db.prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow[];
-    return rows.map(toToken);
+    const rows = this.#db.prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow<string>[];
+    return rows.map((row) => toToken(row, iso));
   }
 
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
@@ -235,8 +205,8 @@ export class SqliteStore implements PlantStore {
         .prepare(
           `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN_COLUMNS}`,
         )
-        .get(new Date().toISOString(), nameOrId) as TokenRow | undefined;
-      return row && toToken(row);
+        .get(new Date().toISOString(), nameOrId) as TokenRow<string> | undefined;
+      return row && toToken(row, iso);
     });
   }
 
@@ -251,13 +221,13 @@ export class SqliteStore implements PlantStore {
       const row = this.#read(
         `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
       ).get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
-      return toSubscription(row as unknown as SubscriptionRow);
+      return toSubscription(row as unknown as SubscriptionRow<string>, iso);
     });
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
     const rows = this.#read(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all();
-    return (rows as unknown as SubscriptionRow[]).map(toSubscription);
+    return (rows as unknown as SubscriptionRow<string>[]).map((row) => toSubscription(row, iso));
   }
 
   deleteSubscription(id: bigint): Promise<boolean> {
@@ -272,7 +242,7 @@ export class SqliteStore implements PlantStore {
     const rows = this.#read(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`,
     ).all(subscriptionId, limit);
-    return (rows as unknown as DeliveryRow[]).map(toDelivery);
+    return (rows as unknown as DeliveryRow<string>[]).map((row) => toDelivery(row, iso));
   }
 
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
@@ -359,9 +329,9 @@ export class SqliteStore implements PlantStore {
       (token.scopes ?? ['*']).join(' '),
       token.expiresAt ?? null,
       new Date().toISOString(),
-    ) as TokenRow | undefined;
+    ) as TokenRow<string> | undefined;
     if (!row) throw new TokenNameTakenError(token.name);
-    return toToken(row);
+    return toToken(row, iso);
   }
 
   /** A statement reading integers as BigInt, prepared on use: webhook statements are off the hot path. */
@@ -436,43 +406,8 @@ export class SqliteStore implements PlantStore {
   }
 }
 
-function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    id: row.id,
-    url: row.url,
-    events: row.events.split(' ') as WebhookEvent[],
-    createdAt: row.created_at,
-    ...(row.disabled_at !== null && { disabledAt: row.disabled_at }),
-    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
-  };
-}
 
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    messageId: row.message_id,
-    event: row.event as WebhookEvent,
-    status: row.status as Delivery['status'],
-    attempts: Number(row.attempts),
-    createdAt: row.created_at,
-    ...(row.last_attempt_at !== null && { lastAttemptAt: row.last_attempt_at }),
-    ...(row.last_response_status !== null && { lastResponseStatus: Number(row.last_response_status) }),
-    ...(row.last_error !== null && { lastError: row.last_error }),
-    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: row.next_attempt_at }),
-  };
-}
 
-function toClaimed(row: ClaimedRow): ClaimedDelivery {
-  return {
-    id: row.id,
-    messageId: row.message_id,
-    event: row.event as WebhookEvent,
-    payload: row.payload,
-    attempts: Number(row.attempts),
-    subscriptionId: row.subscription_id,
-    url: row.url,
-    secret: row.secret,
-  };
-}
 
 const SQLITE_BUSY = 5;
 
@@ -480,22 +415,7 @@ function isBusy(error: unknown): boolean {
   return ((error as { errcode?: number })?.errcode ?? 0) % 256 === SQLITE_BUSY;
 }
 
-function toPlant(row: PlantRow): PlantRecord {
-  return row.tag === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, tag: row.tag };
-}
 
-function toToken(row: TokenRow): TokenRecord {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    hint: row.hint,
-    scopes: row.scopes.split(' '),
-    createdAt: row.created_at,
-    ...(row.last_used_at !== null && { lastUsedAt: row.last_used_at }),
-    ...(row.expires_at !== null && { expiresAt: row.expires_at }),
-    ...(row.revoked_at !== null && { revokedAt: row.revoked_at }),
-  };
-}
 
 /** Applies pending migrations in one immediate transaction, so two processes starting together serialize. */
 function applyMigrations(db: DatabaseSync): void {
