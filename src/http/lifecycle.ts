@@ -22,5 +22,10 @@ export function installLifecycle(app: FastifyInstance): Lifecycle {
       });
     }
   });
+  // Node closes idle connections once, when closing starts; a connection whose request was in
+  // flight then becomes idle later and would hold the close open until KEEP_ALIVE_TIMEOUT.
+  app.addHook('onResponse', async () => {
+    if (state.closing) app.server.closeIdleConnections();
+  });
   return state;
 }

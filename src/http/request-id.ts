@@ -1,5 +1,6 @@
 // X-Request-Id: taken from the request when it is a plain token (so it cannot forge log lines),
-// otherwise generated; logged with every line about the request and returned on every answer.
+// otherwise generated; logged with every line about the request and returned on every answer
+// that reaches routing (a request too malformed to parse as HTTP has no id yet).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
