@@ -42,20 +42,26 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandlin
     }
     return sendError(reply, failure);
   });
-  app.setNotFoundHandler((request, reply) => {
-    return sendError(reply, new HttpError(404, `There is no ${request.method} ${request.url.split('?')[0]} in this API.`));
-  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
+}
+
+function notFound(request: FastifyRequest): HttpError {
+  return new HttpError(404, `There is no ${request.method} ${request.url.split('?')[0]} in this API.`);
 }
 
 /** Fastify's `frameworkErrors` option: failures found before routing (a malformed URL). */
 export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const message =
-    error.code === 'FST_ERR_BAD_URL'
-      ? 'The URL is not valid: it contains a malformed percent-encoding.'
-      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-        ? 'A path segment of the URL is too long.'
-        : INTERNAL_ERROR;
-  sendError(reply, new HttpError(error.statusCode ?? 500, message));
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      sendError(reply, new HttpError(400, 'The URL is not valid: it contains a malformed percent-encoding.'));
+      return;
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // Fastify's own answer is 414; no parameter of this API is near 100 characters, so it is plain bad input.
+      sendError(reply, new HttpError(400, 'A path parameter of the URL is too long.'));
+      return;
+    default:
+      sendError(reply, new HttpError(500, INTERNAL_ERROR));
+  }
 }
 
 const CLIENT_ERRORS: Record<string, [number, string]> = {
@@ -78,11 +84,14 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
 }
 
 function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
-  const body: ErrorBody = { error: failure.statusCode, message: failure.message };
+  // A message may quote the client's input, half a surrogate pair included: keep it valid Unicode.
+  const body: ErrorBody = { error: failure.statusCode, message: failure.message.toWellFormed() };
   return reply.code(failure.statusCode).headers(failure.headers).type('application/json').send(body);
 }
 
 function toHttpError(error: FastifyError, request: FastifyRequest, options: ErrorHandlingOptions): HttpError {
+  // The not-found route parses a body before its handler runs; the route's absence is the answer.
+  if (request.is404) return notFound(request);
   if (error instanceof HttpError) return error;
   const cause = isSecurityError(error) ? securityCause(error) : error;
   if (cause instanceof HttpError) return cause;

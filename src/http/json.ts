@@ -31,11 +31,26 @@ export function parseJson(text: string): unknown {
   });
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
+
 /** Replaces Fastify's body parsers: JSON is the only media type the contract accepts. */
 export function useExactJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      done(new HttpError(415, `JSON bodies are UTF-8 (RFC 8259); the charset "${charset}" is not supported.`), undefined);
+      return;
+    }
+    let text: string;
+    try {
+      // Decoded strictly: a stray byte is refused, never stored as U+FFFD.
+      text = UTF8.decode(body as Buffer);
+    } catch {
+      done(new HttpError(400, 'The request body is not valid UTF-8.'), undefined);
+      return;
+    }
     if (text.trim() === '') {
       // Clients often label a body-less DELETE as JSON; only an operation that takes a body needs one.
       const expectsBody = request.routeOptions.schema?.body !== undefined;
@@ -45,7 +60,12 @@ export function useExactJsonBodies(app: FastifyInstance): void {
     try {
       done(null, parseJson(text));
     } catch (error) {
-      done(new HttpError(400, `The request body is not valid JSON: ${describeJsonError(error)}.`), undefined);
+      // The reviver recurses per level: past a few thousand levels the stack ends before the text.
+      const message =
+        error instanceof RangeError
+          ? 'The request body is nested too deeply to read.'
+          : `The request body is not valid JSON: ${describeJsonError(error)}.`;
+      done(new HttpError(400, message), undefined);
     }
   });
 }
