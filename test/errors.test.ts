@@ -1,9 +1,8 @@
 // Every failure from every layer answers the published Error body with error = the HTTP status.
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
 import t from 'tap';
 import { BODY_LIMIT } from '../src/app.ts';
-import { AUTH, api, build, createPlant } from './helper.ts';
+import { AUTH, api, build, createPlant, rawExchange } from './helper.ts';
 
 t.test('malformed JSON bodies are 400 with a sentence saying why', async (t) => {
   const { app } = await build(t);
@@ -97,13 +96,3 @@ t.test('requests that are not valid HTTP get an Error body over the socket', asy
   t.match(hugeHeaders, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
   t.same(JSON.parse(hugeHeaders.split('\r\n\r\n')[1]!), { error: 431, message: 'The request headers are too large.' });
 });
-
-function rawExchange(port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(request));
-    let received = '';
-    socket.on('data', (chunk) => (received += chunk.toString()));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
-  });
-}

@@ -1,6 +1,8 @@
 // build(t): a real app on a real SQLite file in a per-test directory, closed when the test ends.
 // api(): app.inject plus a check that the response is exactly what openapi.yaml documents.
+import { connect } from 'node:net';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
@@ -94,5 +96,26 @@ export function createPlant(t: Test, app: FastifyInstance, body: string, headers
     url: '/plants',
     headers: { 'content-type': 'application/json', ...headers },
     payload: body,
+  });
+}
+
+/** The rows a query answers on the SQLite file at `path`, read through a connection of its own. */
+export function readRows<T = Record<string, unknown>>(path: string, sql: string): T[] {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    return db.prepare(sql).all() as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Sends raw bytes on a new connection and answers everything the server wrote until it closed. */
+export function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(request));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
   });
 }

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
-import { DatabaseSync } from 'node:sqlite';
+import { readRows } from './helper.ts';
 import { runToExit, serverEnv, startServer } from './process.ts';
 
 const STATIC_TOKEN = 'server-test-token-0123456789';
@@ -27,14 +27,6 @@ async function postPlant(baseUrl: string, body: string, token?: string): Promise
   return { status: response.status, body: await response.text() };
 }
 
-function readRows<T>(dbPath: string, sql: string): T[] {
-  const db = new DatabaseSync(dbPath, { readOnly: true });
-  try {
-    return db.prepare(sql).all() as T[];
-  } finally {
-    db.close();
-  }
-}
 
 t.test('zero-configuration first start: a token is created, shown once, stored only as a hash', async (t) => {
   const dir = t.testdir();

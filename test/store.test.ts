@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { DatabaseUrlError, openStore } from '../src/store/factory.ts';
 import { migrations } from '../src/store/migrations.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import { readRows } from './helper.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { storeContract } from './store-contract.ts';
 
@@ -16,14 +17,6 @@ await storeContract(t, 'sqlite', async (t) => {
 
 const latestVersion = migrations.at(-1)!.version;
 
-function query(path: string, sql: string): unknown[] {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    return db.prepare(sql).all();
-  } finally {
-    db.close();
-  }
-}
 
 t.test('reopening the same file keeps the data and applies no migration twice', async (t) => {
   const path = join(t.testdir(), 'plants.db');
@@ -32,7 +25,7 @@ t.test('reopening the same file keeps the data and applies no migration twice', 
   t.equal((await first.createPlant({ id: 2n ** 63n - 1n, name: 'kept', tag: 'x' })).outcome, 'created');
   t.ok(await first.createFirstToken({ name: 'first-start', hash: hashToken(token), hint: tokenHint(token) }));
   await first.close();
-  const appliedOnce = query(path, 'SELECT version, name, applied_at FROM schema_migrations ORDER BY version');
+  const appliedOnce = readRows(path, 'SELECT version, name, applied_at FROM schema_migrations ORDER BY version');
 
   for (const round of [1, 2]) {
     const again = new SqliteStore(path);
@@ -52,12 +45,12 @@ t.test('reopening the same file keeps the data and applies no migration twice', 
   }
 
   t.same(
-    query(path, 'SELECT version, name FROM schema_migrations ORDER BY version'),
+    readRows(path, 'SELECT version, name FROM schema_migrations ORDER BY version'),
     migrations.map(({ version, name }) => ({ version, name })),
     'exactly one row per migration',
   );
   t.same(
-    query(path, 'SELECT version, name, applied_at FROM schema_migrations ORDER BY version'),
+    readRows(path, 'SELECT version, name, applied_at FROM schema_migrations ORDER BY version'),
     appliedOnce,
     'the rows written by the first open are untouched',
   );
@@ -69,7 +62,7 @@ t.test('the file is in WAL mode', async (t) => {
   t.teardown(() => store.close());
   await store.createPlant({ id: 1n, name: 'x' });
   // journal_mode=WAL is stored in the file itself, so a second connection sees it.
-  t.same(query(path, 'PRAGMA journal_mode'), [{ journal_mode: 'wal' }]);
+  t.same(readRows(path, 'PRAGMA journal_mode'), [{ journal_mode: 'wal' }]);
 });
 
 t.test("the store's own connection runs with synchronous=FULL", async (t) => {
@@ -122,7 +115,7 @@ t.test('the database file keeps the token hash and hint, never the token', async
   const token = generateToken();
   const hash = hashToken(token);
   t.ok(await store.createFirstToken({ name: 'first-start', hash, hint: tokenHint(token) }));
-  const rows = query(path, 'SELECT * FROM api_tokens') as Record<string, unknown>[];
+  const rows = readRows(path, 'SELECT * FROM api_tokens') as Record<string, unknown>[];
   t.equal(rows.length, 1);
   t.equal(rows[0]!.token_hash, hash, 'the hash is stored as given');
   t.equal(rows[0]!.hint, tokenHint(token));
@@ -152,7 +145,7 @@ t.test('a database migrated by a newer release is refused with a clear error', a
   t.throws(() => new SqliteStore(path), { message });
   await t.rejects(openStore(`sqlite:${path}`), { message }, 'openStore refuses it too');
   t.same(
-    query(path, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"),
+    readRows(path, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"),
     [{ name: 'schema_migrations' }],
     'no migration ran on it',
   );
@@ -166,7 +159,7 @@ t.test('openStore("sqlite:<path>") opens a store, creating missing directories',
   t.ok(existsSync(path), 'the file was created');
   t.equal((await store.createPlant({ id: 3n, name: 'Fern' })).outcome, 'created');
   await t.resolves(store.ping());
-  t.same(query(path, 'SELECT name FROM plants'), [{ name: 'Fern' }], 'the store writes to that file');
+  t.same(readRows(path, 'SELECT name FROM plants'), [{ name: 'Fern' }], 'the store writes to that file');
 });
 
 t.test('openStore refuses a URL of an unknown kind without echoing its password', async (t) => {

@@ -1,14 +1,13 @@
 // Managed tokens at the HTTP surface: scopes from the contract, revocation and expiry, RFC 6750
 // edge cases, rate limits, and credentials kept out of logs.
-import { connect, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
-import { AUTH, TOKEN, build, createPlant } from './helper.ts';
+import { AUTH, TOKEN, build, createPlant, rawExchange, readRows } from './helper.ts';
 
 async function issue(store: PlantStore, name: string, scopes: string[], expiresAt?: string): Promise<string> {
   const token = generateToken();
@@ -89,12 +88,12 @@ t.test('several Authorization headers are 400 invalid_request, even carrying one
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   for (const second of [TOKEN, 'another-token-0123456789']) {
-    const reply = await rawRequest(port, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer ${second}\r\nConnection: close\r\n\r\n`);
+    const reply = await rawExchange(port, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer ${second}\r\nConnection: close\r\n\r\n`);
     t.match(reply, /^HTTP\/1\.1 400 /, `second header ${second === TOKEN ? 'repeats the token' : 'differs'}`);
     t.match(reply, /www-authenticate: Bearer realm="plants", error="invalid_request"/i);
     t.match(reply, /"error":400,"message":"Send exactly one Authorization header\."/);
   }
-  const single = await rawRequest(port, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`);
+  const single = await rawExchange(port, `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`);
   t.match(single, /^HTTP\/1\.1 200 /, 'one header works');
 });
 
@@ -194,12 +193,7 @@ t.test('last-use times are written in batches, not per request', async (t) => {
 });
 
 function lastUsed(path: string): { name: string; last_used_at: string | null }[] {
-  const db = new DatabaseSync(path, { readOnly: true });
-  try {
-    return db.prepare('SELECT name, last_used_at FROM api_tokens').all() as { name: string; last_used_at: string | null }[];
-  } finally {
-    db.close();
-  }
+  return readRows(path, 'SELECT name, last_used_at FROM api_tokens');
 }
 
 /** Why Redis cannot be used, or undefined when it answers PING. */
@@ -215,14 +209,4 @@ async function redisProblemAt(url: string): Promise<string | undefined> {
   } finally {
     redis.disconnect();
   }
-}
-
-function rawRequest(port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(request));
-    let received = '';
-    socket.on('data', (chunk) => (received += chunk.toString()));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
-  });
 }

@@ -9,7 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { FastifyInstance } from 'fastify';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
-import { api, build, createPlant } from './helper.ts';
+import { api, build, createPlant, readRows } from './helper.ts';
 import { runScript } from './process.ts';
 
 const ISSUED = /^pst_[0-9A-Za-z]{49}$/;
@@ -84,14 +84,6 @@ function isInvalidToken(t: Test, response: Awaited<ReturnType<typeof api>>, what
   t.match(response.json(), { error: 401n, message: String }, `${what}: the Error body`);
 }
 
-function readRows<T>(dbPath: string, sql: string): T[] {
-  const db = new DatabaseSync(dbPath, { readOnly: true });
-  try {
-    return db.prepare(sql).all() as T[];
-  } finally {
-    db.close();
-  }
-}
 
 /** The database files hold each token's SHA-256 hash (so we read the right file) but never the token or its secret. */
 function storedOnlyAsHashes(t: Test, dir: string, tokens: readonly string[]): void {

@@ -3,6 +3,7 @@
 // becomes the `exactInteger` keyword below, which checks BigInt values against the exact range
 // of the declared format and leaves int64 values as BigInt (others as Number) for the handler.
 import type { KeywordDefinition, SchemaValidateFunction } from 'ajv';
+import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 
 /** json: the value came from the JSON body parser (integers are BigInt); text: from a URL (strings). */
 export type IntegerSource = 'json' | 'text';
@@ -15,11 +16,10 @@ interface ExactIntegerSpec {
 }
 
 const FORMAT_RANGES: Record<string, [bigint, bigint]> = {
-  int64: [-(2n ** 63n), 2n ** 63n - 1n],
+  int64: [INT64_MIN, INT64_MAX],
   int32: [-(2n ** 31n), 2n ** 31n - 1n],
 };
 const DEFAULT_RANGE: [bigint, bigint] = [-BigInt(Number.MAX_SAFE_INTEGER), BigInt(Number.MAX_SAFE_INTEGER)];
-const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 const RANGE_KEYWORDS = ['type', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
 
 type SchemaNode = Record<string, unknown>;

@@ -3,9 +3,8 @@
 // an integer field can tell apart and refuse. Prototype poisoning keys are refused.
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
+import { INTEGER_TEXT } from '../int64.ts';
 import { HttpError } from './errors.ts';
-
-const INTEGER_LITERAL = /^-?(?:0|[1-9]\d*)$/;
 
 interface ReviverContext {
   source?: string;
@@ -18,7 +17,7 @@ function exactIntegers(this: unknown, key: string, value: unknown, context?: Rev
   if (!key.isWellFormed() || (typeof value === 'string' && !value.isWellFormed())) {
     throw new MalformedTextError(`the field "${key.toWellFormed()}" holds a lone surrogate, which is not valid Unicode`);
   }
-  if (typeof value === 'number' && context?.source !== undefined && INTEGER_LITERAL.test(context.source)) {
+  if (typeof value === 'number' && context?.source !== undefined && INTEGER_TEXT.test(context.source)) {
     return BigInt(context.source);
   }
   return value;

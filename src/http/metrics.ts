@@ -55,22 +55,27 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     registry,
     deliveryAttempt: (result) => attempts.inc({ result }),
     instrument(store) {
+      // One timed wrapper per method, made on first use: store calls are on every request's path.
+      const timed = new Map<PropertyKey, (...args: unknown[]) => unknown>();
+      const wrap = (target: object, key: PropertyKey, method: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
+        const stop = storeLatency.startTimer({ method: String(key) });
+        const result = method.apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (resolved) => (stop({ outcome: 'ok' }), resolved),
+          (error: unknown) => {
+            stop({ outcome: 'error' });
+            throw error;
+          },
+        );
+      };
       return new Proxy(store, {
         get(target, key) {
           const value: unknown = Reflect.get(target, key);
           if (typeof value !== 'function') return value;
-          return (...args: unknown[]) => {
-            const stop = storeLatency.startTimer({ method: String(key) });
-            const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-            if (!(result instanceof Promise)) return result;
-            return result.then(
-              (resolved) => (stop({ outcome: 'ok' }), resolved),
-              (error: unknown) => {
-                stop({ outcome: 'error' });
-                throw error;
-              },
-            );
-          };
+          let wrapper = timed.get(key);
+          if (!wrapper) timed.set(key, (wrapper = wrap(target, key, value as (...args: unknown[]) => unknown)));
+          return wrapper;
         },
       });
     },

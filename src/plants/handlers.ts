@@ -2,7 +2,7 @@
 import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
 import { HttpError } from '../http/errors.ts';
 import type { OperationHandler } from '../http/operations.ts';
-import type { ConditionalWrite, PlantRecord, PlantStore, Precondition } from '../store/types.ts';
+import { plantWith, type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
 import { decodeCursor, encodeCursor, plantEtag, toPlant, toStoredPlant } from './representation.ts';
 
 export interface PlantHandlers {
@@ -20,7 +20,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
   return {
     async createPlant(request) {
       const { id, name, tag } = request.body;
-      const result = await store.createPlant(tag === undefined ? { id, name } : { id, name, tag });
+      const result = await store.createPlant(plantWith(id, { name, tag }));
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
@@ -54,7 +54,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
     async replacePlant(request, reply) {
       const { id } = request.params;
       const { name, tag } = request.body;
-      const result = await store.replacePlant(id, tag === undefined ? { name } : { name, tag }, ifMatch(request.headers['if-match']));
+      const result = await store.replacePlant(id, { name, tag }, ifMatch(request.headers['if-match']));
       const plant = writtenPlant(result, id);
       afterChange?.();
       reply.header('etag', plantEtag(plant));

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../http/errors.ts';
+import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import type { PlantRecord } from '../store/types.ts';
 
 type Plant = components['schemas']['Plant'];
@@ -24,8 +25,6 @@ export function plantEtag(plant: PlantRecord): string {
 
 const CURSOR_VERSION = 'p1';
 const CURSOR_TEXT = /^p1:(-?(?:0|[1-9]\d{0,18}))$/;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 
 /** An opaque cursor meaning "the plants after this id". */
 export function encodeCursor(lastId: bigint): string {

@@ -24,6 +24,7 @@ import {
 import {
   eventPayload,
   pageStart,
+  plantWith,
   samePlant,
   StoreUnavailableError,
   type AttemptOutcome,
@@ -54,15 +55,16 @@ export interface PostgresOptions {
   startupAttempts?: number;
 }
 
-
-
-
-
-
-// One outbox row per enabled subscription to the event, written in the plant's own transaction.
-const EMIT_EVENT = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
+// One outbox row per enabled subscription to the event ($1 message-id prefix, $2 event, $3 payload),
+// written in the same transaction (or statement) as the plant change.
+const OUTBOX_ROWS = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
   SELECT $1 || id, id, $2, $3, now(), 'pending', now() FROM webhook_subscriptions
    WHERE disabled_at IS NULL AND position(' ' || $2 || ' ' in ' ' || events || ' ') > 0`;
+// A create and its event in one statement, one round trip: the outbox rows only when the insert happened.
+const CREATE_PLANT = `WITH created AS (
+    INSERT INTO plants (id, name, tag) VALUES ($4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING id),
+  events AS (${OUTBOX_ROWS} AND EXISTS (SELECT 1 FROM created))
+  SELECT count(*)::int AS created FROM created`;
 
 const INT8_OID = 20;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
@@ -105,16 +107,13 @@ export class PostgresStore implements PlantStore {
 
   async createPlant(plant: PlantRecord): Promise<CreateResult> {
     for (;;) {
-      const created = await this.#transaction(async (client) => {
-        const inserted = await client.query('INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [
-          String(plant.id),
-          plant.name,
-          plant.tag ?? null,
-        ]);
-        if (inserted.rowCount === 1) await emit(client, 'plant.created', plant);
-        return inserted.rowCount === 1;
-      });
-      if (created) return { outcome: 'created', stored: plant };
+      const { rows } = await this.#query<{ created: number }>(CREATE_PLANT, [
+        ...eventParameters('plant.created', plant),
+        String(plant.id),
+        plant.name,
+        plant.tag ?? null,
+      ]);
+      if (rows[0]!.created === 1) return { outcome: 'created', stored: plant };
       // A new statement sees the row that won (READ COMMITTED); if it was deleted meanwhile, insert again.
       const stored = await this.getPlant(plant.id);
       if (stored) return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
@@ -143,7 +142,7 @@ export class PostgresStore implements PlantStore {
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
     return this.#conditionally(id, precondition, async (client) => {
       await client.query('UPDATE plants SET name = $1, tag = $2 WHERE id = $3', [content.name, content.tag ?? null, String(id)]);
-      const plant = content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+      const plant = plantWith(id, content);
       await emit(client, 'plant.replaced', plant);
       return plant;
     });
@@ -367,7 +366,11 @@ export class PostgresStore implements PlantStore {
 }
 
 async function emit(client: pg.PoolClient, event: WebhookEvent, plant: PlantRecord): Promise<void> {
-  await client.query(EMIT_EVENT, [`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant)]);
+  await client.query(OUTBOX_ROWS, eventParameters(event, plant));
+}
+
+function eventParameters(event: WebhookEvent, plant: PlantRecord): [string, WebhookEvent, string] {
+  return [`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant)];
 }
 
 async function insertToken(client: pg.PoolClient, token: NewTokenRecord): Promise<TokenRecord> {
@@ -443,8 +446,4 @@ function isConnectionError(error: unknown): boolean {
 function unavailableOr(error: unknown): unknown {
   return isConnectionError(error) && !(error instanceof StoreUnavailableError) ? new StoreUnavailableError(error) : error;
 }
-
-
-
-
 

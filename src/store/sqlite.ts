@@ -26,6 +26,7 @@ import {
 import {
   eventPayload,
   pageStart,
+  plantWith,
   samePlant,
   type AttemptOutcome,
   type ClaimedDelivery,
@@ -55,34 +56,29 @@ interface PendingWrite {
   reject: (error: unknown) => void;
 }
 
-
-
-
-
-
-
 const DUE = "status = 'pending' AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)";
 
-const PAGE_QUERIES = {
-  all: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
-  byTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT ?',
+const SQL = {
+  insertPlant: 'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
+  selectPlant: 'SELECT id, name, tag FROM plants WHERE id = ?',
+  updatePlant: 'UPDATE plants SET name = ?, tag = ? WHERE id = ?',
+  deletePlant: 'DELETE FROM plants WHERE id = ?',
+  pageAll: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?',
+  pageByTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT ?',
+  selectTokenByHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`,
+  insertToken: `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
+  touchToken: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+  // One outbox row per enabled subscription to the event, written in the plant's own transaction.
+  emitEvent: `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
+    SELECT ? || id, id, ?, ?, ?, 'pending', ? FROM webhook_subscriptions
+     WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0`,
 };
 
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
-  readonly #statements: Record<
-    | 'insertPlant'
-    | 'selectPlant'
-    | 'updatePlant'
-    | 'deletePlant'
-    | 'pageAll'
-    | 'pageByTag'
-    | 'selectTokenByHash'
-    | 'insertToken'
-    | 'touchToken'
-    | 'emitEvent',
-    StatementSync
-  >;
+  /** Statements prepared once per SQL text, all reading integers as BigInt. */
+  readonly #prepared = new Map<string, StatementSync>();
   #pending: PendingWrite[] = [];
   #flushScheduled = false;
 
@@ -101,38 +97,11 @@ export class SqliteStore implements PlantStore {
       this.#db.close();
       throw error;
     }
-    const prepare = (sql: string) => {
-      const statement = this.#db.prepare(sql);
-      statement.setReadBigInts(true);
-      return statement;
-    };
-    this.#statements = {
-      insertPlant: prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING'),
-      selectPlant: prepare('SELECT id, name, tag FROM plants WHERE id = ?'),
-      updatePlant: prepare('UPDATE plants SET name = ?, tag = ? WHERE id = ?'),
-      deletePlant: prepare('DELETE FROM plants WHERE id = ?'),
-      pageAll: prepare(PAGE_QUERIES.all),
-      pageByTag: prepare(PAGE_QUERIES.byTag),
-      selectTokenByHash: prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`),
-      insertToken: prepare(
-        `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
-      ),
-      touchToken: prepare(
-        'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
-      ),
-      // One outbox row per enabled subscription to the event, written in the plant's own transaction.
-      emitEvent: prepare(
-        `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
-         SELECT ? || id, id, ?, ?, ?, 'pending', ? FROM webhook_subscriptions
-          WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0`,
-      ),
-    };
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     return this.#write(() => {
-      const { changes } = this.#statements.insertPlant.run(plant.id, plant.name, plant.tag ?? null);
+      const { changes } = this.#sql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
       if (Number(changes) === 1) {
         this.#emit('plant.created', plant);
         return { outcome: 'created', stored: plant };
@@ -147,7 +116,7 @@ export class SqliteStore implements PlantStore {
     const from = pageStart(after);
     if (from === undefined) return [];
     const rows =
-      tag === undefined ? this.#statements.pageAll.all(from, limit) : this.#statements.pageByTag.all(tag, from, limit);
+      tag === undefined ? this.#sql(SQL.pageAll).all(from, limit) : this.#sql(SQL.pageByTag).all(tag, from, limit);
     return (rows as unknown as PlantRow[]).map(toPlant);
   }
 
@@ -158,8 +127,8 @@ export class SqliteStore implements PlantStore {
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
     return this.#write(() =>
       this.#conditionally(id, precondition, () => {
-        this.#statements.updatePlant.run(content.name, content.tag ?? null, id);
-        const plant = content.tag === undefined ? { id, name: content.name } : { id, name: content.name, tag: content.tag };
+        this.#sql(SQL.updatePlant).run(content.name, content.tag ?? null, id);
+        const plant = plantWith(id, content);
         this.#emit('plant.replaced', plant);
         return plant;
       }),
@@ -169,7 +138,7 @@ export class SqliteStore implements PlantStore {
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
     return this.#write(() =>
       this.#conditionally(id, precondition, (current) => {
-        this.#statements.deletePlant.run(id);
+        this.#sql(SQL.deletePlant).run(id);
         this.#emit('plant.deleted', current);
         return current;
       }),
@@ -177,13 +146,13 @@ export class SqliteStore implements PlantStore {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const row = this.#statements.selectTokenByHash.get(hash) as TokenRow<string> | undefined;
+    const row = this.#sql(SQL.selectTokenByHash).get(hash) as TokenRow<string> | undefined;
     return row && toToken(row, iso);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
     return this.#write(() => {
-      if (this.#db.prepare('SELECT 1 FROM api_tokens LIMIT 1').get()) return false;
+      if (this.#sql('SELECT 1 FROM api_tokens LIMIT 1').get()) return false;
       this.#insertToken(token);
       return true;
     });
@@ -194,15 +163,14 @@ export class SqliteStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = this.#db.prepare(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow<string>[];
+    const rows = this.#sql(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow<string>[];
     return rows.map((row) => toToken(row, iso));
   }
 
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
     const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
     return this.#write(() => {
-      const row = this.#db
-        .prepare(
+      const row = this.#sql(
           `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN_COLUMNS}`,
         )
         .get(new Date().toISOString(), nameOrId) as TokenRow<string> | undefined;
@@ -212,13 +180,13 @@ export class SqliteStore implements PlantStore {
 
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
     return this.#write(() => {
-      for (const [id, at] of uses) this.#statements.touchToken.run(at, id, at);
+      for (const [id, at] of uses) this.#sql(SQL.touchToken).run(at, id, at);
     });
   }
 
   createSubscription(subscription: NewSubscription): Promise<Subscription> {
     return this.#write(() => {
-      const row = this.#read(
+      const row = this.#sql(
         `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
       ).get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
       return toSubscription(row as unknown as SubscriptionRow<string>, iso);
@@ -226,20 +194,20 @@ export class SqliteStore implements PlantStore {
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = this.#read(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all();
+    const rows = this.#sql(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all();
     return (rows as unknown as SubscriptionRow<string>[]).map((row) => toSubscription(row, iso));
   }
 
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#write(() => {
-      this.#db.prepare('DELETE FROM webhook_deliveries WHERE subscription_id = ?').run(id);
-      return Number(this.#db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+      this.#sql('DELETE FROM webhook_deliveries WHERE subscription_id = ?').run(id);
+      return Number(this.#sql('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
     });
   }
 
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
-    if (!this.#read('SELECT 1 FROM webhook_subscriptions WHERE id = ?').get(subscriptionId)) return undefined;
-    const rows = this.#read(
+    if (!this.#sql('SELECT 1 FROM webhook_subscriptions WHERE id = ?').get(subscriptionId)) return undefined;
+    const rows = this.#sql(
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`,
     ).all(subscriptionId, limit);
     return (rows as unknown as DeliveryRow<string>[]).map((row) => toDelivery(row, iso));
@@ -248,15 +216,15 @@ export class SqliteStore implements PlantStore {
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
     // A plain read first: an idle dispatcher's polls must not cost a write transaction and an fsync each.
-    if (!this.#read(`SELECT 1 FROM webhook_deliveries WHERE ${DUE} LIMIT 1`).get({ now: at })) return [];
+    if (!this.#sql(`SELECT 1 FROM webhook_deliveries WHERE ${DUE} LIMIT 1`).get({ now: at })) return [];
     return this.#write(() => {
-      const claimed = this.#read(
+      const claimed = this.#sql(
         `UPDATE webhook_deliveries SET claimed_until = :until WHERE id IN (
            SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT :limit)
          RETURNING id`,
       ).all({ now: at, until: new Date(now.getTime() + leaseMs).toISOString(), limit }) as { id: bigint }[];
       if (claimed.length === 0) return [];
-      const rows = this.#read(
+      const rows = this.#sql(
         `SELECT d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, s.url, s.secret
            FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
           WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`,
@@ -271,18 +239,16 @@ export class SqliteStore implements PlantStore {
       const nextAttemptAt = outcome.result === 'retry' ? outcome.nextAttemptAt : null;
       const error = outcome.result === 'delivered' ? null : (outcome.error ?? null);
       // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
-      const row = this.#read(
+      const row = this.#sql(
         `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
            last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`,
       ).get(status, outcome.at, outcome.responseStatus ?? null, error, nextAttemptAt, outcome.id) as
         | { subscription_id: bigint }
         | undefined;
       if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
-      this.#db
-        .prepare('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
+      this.#sql('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
         .run(outcome.at, outcome.disableSubscription, row.subscription_id);
-      this.#db
-        .prepare(
+      this.#sql(
           `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
              last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
         )
@@ -291,16 +257,15 @@ export class SqliteStore implements PlantStore {
   }
 
   async countPendingDeliveries(): Promise<number> {
-    const row = this.#db.prepare("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'").get() as {
-      pending: number;
+    const row = this.#sql("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'").get() as {
+      pending: bigint;
     };
-    return row.pending;
+    return Number(row.pending);
   }
 
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
     return this.#write(() => {
-      const { changes } = this.#db
-        .prepare(
+      const { changes } = this.#sql(
           `DELETE FROM webhook_deliveries
             WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)`,
         )
@@ -310,7 +275,7 @@ export class SqliteStore implements PlantStore {
   }
 
   async ping(): Promise<void> {
-    this.#db.prepare('SELECT 1').get();
+    this.#sql('SELECT 1').get();
   }
 
   async close(): Promise<void> {
@@ -322,7 +287,7 @@ export class SqliteStore implements PlantStore {
   }
 
   #insertToken(token: NewTokenRecord): TokenRecord {
-    const row = this.#statements.insertToken.get(
+    const row = this.#sql(SQL.insertToken).get(
       token.name,
       token.hash,
       token.hint,
@@ -334,20 +299,23 @@ export class SqliteStore implements PlantStore {
     return toToken(row, iso);
   }
 
-  /** A statement reading integers as BigInt, prepared on use: webhook statements are off the hot path. */
-  #read(sql: string): StatementSync {
-    const statement = this.#db.prepare(sql);
-    statement.setReadBigInts(true);
+  #sql(text: string): StatementSync {
+    let statement = this.#prepared.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      statement.setReadBigInts(true);
+      this.#prepared.set(text, statement);
+    }
     return statement;
   }
 
   #emit(event: WebhookEvent, plant: PlantRecord): void {
     const now = new Date().toISOString();
-    this.#statements.emitEvent.run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
+    this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
-    const row = this.#statements.selectPlant.get(id) as PlantRow | undefined;
+    const row = this.#sql(SQL.selectPlant).get(id) as PlantRow | undefined;
     return row && toPlant(row);
   }
 
@@ -406,16 +374,11 @@ export class SqliteStore implements PlantStore {
   }
 }
 
-
-
-
 const SQLITE_BUSY = 5;
 
 function isBusy(error: unknown): boolean {
   return ((error as { errcode?: number })?.errcode ?? 0) % 256 === SQLITE_BUSY;
 }
-
-
 
 /** Applies pending migrations in one immediate transaction, so two processes starting together serialize. */
 function applyMigrations(db: DatabaseSync): void {

@@ -1,4 +1,5 @@
-// The storage interface the handlers see. Drivers (sqlite.ts, later postgres.ts) implement it.
+// The storage interface the handlers see. Drivers (sqlite.ts, postgres.ts) implement it.
+import { INT64_MAX, INT64_MIN } from '../int64.ts';
 
 export interface PlantRecord {
   id: bigint;
@@ -163,9 +164,6 @@ export interface PlantStore {
   close(): Promise<void>;
 }
 
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-
 /** The inclusive lowest id of the page after `after`; undefined when no id can follow it. */
 export function pageStart(after?: bigint): bigint | undefined {
   if (after === undefined) return INT64_MIN;
@@ -175,6 +173,11 @@ export function pageStart(after?: bigint): bigint | undefined {
 /** The event body: the plant as JSON, its int64 id written digit for digit. */
 export function eventPayload(plant: PlantRecord): string {
   return JSON.stringify({ id: JSON.rawJSON(String(plant.id)), name: plant.name, ...(plant.tag !== undefined && { tag: plant.tag }) });
+}
+
+/** The plant with this id and content; no `tag` key when it has none. */
+export function plantWith(id: bigint, { name, tag }: PlantContent): PlantRecord {
+  return tag === undefined ? { id, name } : { id, name, tag };
 }
 
 export function samePlant(a: PlantRecord, b: PlantRecord): boolean {

@@ -2,9 +2,10 @@
 // store named by DATABASE_URL. Only a token's hash is stored; create prints the token once, as
 // its last line, so scripts can take it with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { TokenNameTakenError, type PlantStore, type TokenRecord } from '../store/types.ts';
+import { TokenNameTakenError, type PlantStore } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
+import { tokenStatus } from './verifier.ts';
 import { parseDuration } from '../duration.ts';
 
 export interface CliContext {
@@ -97,7 +98,7 @@ async function list(args: string[], context: CliContext): Promise<number> {
     token.createdAt,
     token.lastUsedAt ?? 'never',
     token.expiresAt ?? 'never',
-    status(token, now),
+    tokenStatus(token, now.getTime()),
   ]);
   if (rows.length === 0) {
     context.out('No tokens. Create one with: npm run token -- create --name NAME');
@@ -145,10 +146,4 @@ function durationMs(text: string): number {
 
 function describeScopes(scopes: readonly string[]): string {
   return scopes.includes(ALL_SCOPES) ? '* (every scope)' : scopes.join(' ');
-}
-
-function status(token: TokenRecord, now: Date): string {
-  if (token.revokedAt !== undefined) return 'revoked';
-  if (token.expiresAt !== undefined && Date.parse(token.expiresAt) <= now.getTime()) return 'expired';
-  return 'active';
 }

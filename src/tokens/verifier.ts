@@ -69,7 +69,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
       // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
       if (!hasValidChecksum(token)) return undefined;
       const record = await lookUp(digest.toString('hex'));
-      if (!record || !isUsable(record, now())) return undefined;
+      if (!record || tokenStatus(record, now()) !== 'active') return undefined;
       lastUsed.set(record.id, new Date(now()).toISOString());
       return { key, name: record.name, scopes: record.scopes };
     },
@@ -81,9 +81,11 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   };
 }
 
-function isUsable(record: TokenRecord, now: number): boolean {
-  if (record.revokedAt !== undefined) return false;
-  return record.expiresAt === undefined || Date.parse(record.expiresAt) > now;
+/** Whether a stored token may be used at `now` (milliseconds since the epoch). */
+export function tokenStatus(record: TokenRecord, now: number): 'active' | 'revoked' | 'expired' {
+  if (record.revokedAt !== undefined) return 'revoked';
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) return 'expired';
+  return 'active';
 }
 
 function sha256(value: string): Buffer {
