@@ -1,8 +1,6 @@
 // npm run token -- create|list|revoke: manage API tokens in the store named by DATABASE_URL.
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../src/config.ts';
-import { SPEC_PATH } from '../src/spec-path.ts';
+import { readSpecification } from '../src/spec-path.ts';
 import { openStore } from '../src/store/factory.ts';
 import { runTokenCommand } from '../src/tokens/cli.ts';
 import { scopesInSpec } from '../src/tokens/scopes.ts';
@@ -11,7 +9,7 @@ try {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl);
   try {
-    const knownScopes = scopesInSpec(parseYaml(await readFile(SPEC_PATH, 'utf8')));
+    const knownScopes = scopesInSpec(readSpecification());
     process.exitCode = await runTokenCommand(process.argv.slice(2), {
       store,
       knownScopes,

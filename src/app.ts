@@ -17,7 +17,7 @@ import { registerRateLimit } from './http/rate-limit.ts';
 import { requestIdFor, returnRequestIds } from './http/request-id.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
-import { SPEC_PATH } from './spec-path.ts';
+import { readSpecification, SPEC_PATH } from './spec-path.ts';
 import { StoreUnavailableError, type PlantStore } from './store/types.ts';
 import { createTokenVerifier } from './tokens/verifier.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
@@ -41,8 +41,8 @@ export interface AppDependencies {
 
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
-  installLifecycle(app); // the first onRequest hook: nothing new starts while closing
-  returnRequestIds(app);
+  returnRequestIds(app); // first, so that every answer carries the id, the 503 while closing included
+  installLifecycle(app); // then nothing new starts while closing
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
   useExactJsonBodies(app);
@@ -55,7 +55,9 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   const bearerAuth = await createBearerAuth(app, { verifier, failures });
   await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl });
   adaptGlueRoutes(app);
-  await registerDocs(app, SPEC_PATH);
+  // Parsed once per process; glue and the docs each work on their own copy.
+  const specification = readSpecification();
+  await registerDocs(app, structuredClone(specification));
 
   const dispatcher = new WebhookDispatcher({
     store,
@@ -77,7 +79,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     getMetrics: createMetricsHandler(metrics),
   };
   await app.register(openapiGlue, {
-    specification: SPEC_PATH,
+    specification,
     operationResolver: (operationId: string) => handlerFor(handlers, operationId),
     securityHandlers: { bearerAuth },
   });

@@ -53,6 +53,8 @@ export async function createBearerAuth(
       });
     }
     try {
+      // The commonest refusal answered here: the plugin would build an error object to say the same.
+      if (!request.headers.authorization) throw missingToken();
       await authenticate(request, reply);
     } catch (error) {
       if (error instanceof HttpError) options.failures.recordFailure(request.ip);
@@ -85,12 +87,16 @@ function refuseMalformedCredentials(request: FastifyRequest): void {
   }
 }
 
+function missingToken(): HttpError {
+  return new HttpError(401, 'This operation needs a bearer token: send "Authorization: Bearer <token>".', {
+    'www-authenticate': CHALLENGE,
+  });
+}
+
 function toAuthError(error: Error, request: FastifyRequest): Error {
   switch ((error as FastifyError).code) {
     case 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER':
-      return new HttpError(401, 'This operation needs a bearer token: send "Authorization: Bearer <token>".', {
-        'www-authenticate': CHALLENGE,
-      });
+      return missingToken();
     case 'FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER':
       if (!/^bearer /i.test(request.headers.authorization ?? '')) {
         return new HttpError(401, 'The Authorization header must use the Bearer scheme: "Authorization: Bearer <token>".', {

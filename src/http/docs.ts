@@ -1,13 +1,13 @@
 // The contract itself, served as written (static mode), and Swagger UI to browse and try it.
-import fastifySwagger from '@fastify/swagger';
+import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { OperationHandler } from './operations.ts';
 
 export const DOCS_PREFIX = '/docs';
 
-export async function registerDocs(app: FastifyInstance, specPath: string): Promise<void> {
-  await app.register(fastifySwagger, { mode: 'static', specification: { path: specPath, baseDir: '' } });
+export async function registerDocs(app: FastifyInstance, document: object): Promise<void> {
+  await app.register(fastifySwagger, { mode: 'static', specification: { document: document as StaticDocumentSpec['document'] } });
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
     uiConfig: { persistAuthorization: true },

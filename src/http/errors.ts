@@ -1,5 +1,4 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SecurityError } from 'fastify-openapi-glue';
@@ -15,7 +14,11 @@ export class HttpError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(statusCode: number, message: string, headers: Record<string, string> = {}) {
+    // An answer, not a fault: its stack would never be read, and capturing it was a sixth of a 401's cost.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'HttpError';
     this.statusCode = statusCode;
     this.headers = headers;
@@ -68,6 +71,9 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request took too long to arrive.'],
   HPE_HEADER_OVERFLOW: [431, 'The request headers are too large.'],
 };
+// Written out rather than read from node:http's STATUS_CODES: importing node:http as an ES module
+// loads Node's bundled fetch client, a tenth of the start time.
+const REASON_PHRASES: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
 
 /** Fastify's `clientErrorHandler` option: requests so malformed that HTTP parsing failed. */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
@@ -76,7 +82,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   const body = JSON.stringify({ error: status, message } satisfies ErrorBody);
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }

@@ -14,18 +14,21 @@ export function installLifecycle(app: FastifyInstance): Lifecycle {
   app.addHook('preClose', async () => {
     state.closing = true;
   });
-  app.addHook('onRequest', async () => {
-    if (state.closing) {
-      throw new HttpError(503, 'The service is shutting down; retry on another instance.', {
+  // Callback-style hooks: on every request's path, and an async hook costs a promise each time.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (!state.closing) return done();
+    done(
+      new HttpError(503, 'The service is shutting down; retry on another instance.', {
         'retry-after': '1',
         connection: 'close',
-      });
-    }
+      }),
+    );
   });
   // Node closes idle connections once, when closing starts; a connection whose request was in
   // flight then becomes idle later and would hold the close open until KEEP_ALIVE_TIMEOUT.
-  app.addHook('onResponse', async () => {
+  app.addHook('onResponse', (_request, _reply, done) => {
     if (state.closing) app.server.closeIdleConnections();
+    done();
   });
   return state;
 }

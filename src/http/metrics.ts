@@ -46,40 +46,50 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   });
 
-  app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
     requests.observe({ operation, method: request.method, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    done();
   });
 
   return {
     registry,
     deliveryAttempt: (result) => attempts.inc({ result }),
     instrument(store) {
-      // One timed wrapper per method, made on first use: store calls are on every request's path.
-      const timed = new Map<PropertyKey, (...args: unknown[]) => unknown>();
-      const wrap = (target: object, key: PropertyKey, method: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
-        const stop = storeLatency.startTimer({ method: String(key) });
-        const result = method.apply(target, args);
-        if (!(result instanceof Promise)) return result;
-        return result.then(
-          (resolved) => (stop({ outcome: 'ok' }), resolved),
-          (error: unknown) => {
-            stop({ outcome: 'error' });
-            throw error;
-          },
-        );
-      };
-      return new Proxy(store, {
-        get(target, key) {
-          const value: unknown = Reflect.get(target, key);
-          if (typeof value !== 'function') return value;
-          let wrapper = timed.get(key);
-          if (!wrapper) timed.set(key, (wrapper = wrap(target, key, value as (...args: unknown[]) => unknown)));
-          return wrapper;
-        },
-      });
+      // Every method wrapped once, up front: store calls are on every request's path.
+      const timed: Record<string, unknown> = {};
+      for (const [name, method] of methodsOf(store)) {
+        timed[name] = (...args: unknown[]) => {
+          const started = performance.now();
+          const result = method.apply(store, args);
+          if (!(result instanceof Promise)) return result;
+          const observe = (outcome: string) => storeLatency.observe({ method: name, outcome }, (performance.now() - started) / 1000);
+          return result.then(
+            (resolved) => (observe('ok'), resolved),
+            (error: unknown) => {
+              observe('error');
+              throw error;
+            },
+          );
+        };
+      }
+      return timed as typeof store;
     },
   };
+}
+
+/** The methods of an object, own and inherited (a class instance's live on its prototypes). */
+function methodsOf(object: object): Map<string, (...args: unknown[]) => unknown> {
+  const methods = new Map<string, (...args: unknown[]) => unknown>();
+  for (let level = object; level !== null && level !== Object.prototype; level = Object.getPrototypeOf(level)) {
+    for (const name of Object.getOwnPropertyNames(level)) {
+      const value: unknown = Reflect.get(object, name);
+      if (name !== 'constructor' && typeof value === 'function' && !methods.has(name)) {
+        methods.set(name, value as (...args: unknown[]) => unknown);
+      }
+    }
+  }
+  return methods;
 }
 
 export function createMetricsHandler(metrics: Metrics): OperationHandler<'getMetrics'> {

@@ -3,15 +3,15 @@
 // REDIS_URL the budget is shared by every instance through the plugin's Redis store.
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import { HttpError } from './errors.ts';
 
 export async function registerRateLimit(app: FastifyInstance, options: { perMinute?: number; redisUrl?: string }): Promise<void> {
   if (options.perMinute === undefined) return;
   // No offline queue: while Redis is down a check fails at once and is skipped (skipOnError)
   // instead of holding requests; serving without a limit beats not serving.
+  // ioredis is loaded only when REDIS_URL asks for it.
   const redis = options.redisUrl
-    ? new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new (await import('ioredis')).Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
     : undefined;
   redis?.on('error', (error: Error) => app.log.warn({ err: error }, 'rate-limit store (Redis) unavailable'));
   if (redis) app.addHook('onClose', async () => void (await redis.quit().catch(() => redis.disconnect())));

@@ -13,7 +13,9 @@ export function requestIdFor(request: IncomingMessage): string {
 }
 
 export function returnRequestIds(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply) => {
+  // Set as the request arrives: error answers keep the headers set before the error.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 }

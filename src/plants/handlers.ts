@@ -32,14 +32,15 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const { limit = DEFAULT_PAGE_SIZE, tag, cursor } = request.query;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
       // One row more than asked tells whether a next page exists without a count query.
-      const rows = await store.listPlants({ after, tag, limit: limit + 1 });
-      const page = rows.slice(0, limit);
-      if (rows.length > limit) {
+      const page = await store.listPlants({ after, tag, limit: limit + 1 });
+      if (page.length > limit) {
+        page.length = limit;
         const next = new URLSearchParams({ limit: String(limit), ...(tag !== undefined && { tag }) });
         next.set('cursor', encodeCursor(page.at(-1)!.id));
         reply.header('link', `</plants?${next}>; rel="next"`);
       }
-      return page.map(toStoredPlant);
+      // Records already have the StoredPlant shape; the response schema serializes just its fields.
+      return page;
     },
 
     async getPlant(request, reply) {

@@ -1,5 +1,5 @@
 // How a stored plant appears on the wire: its JSON shape, its ETag and its page cursor.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../http/errors.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
@@ -20,7 +20,7 @@ export function toStoredPlant(plant: PlantRecord): StoredPlant {
 /** A strong ETag of the plant's content: equal exactly when id, name and tag are. */
 export function plantEtag(plant: PlantRecord): string {
   const content = JSON.stringify([String(plant.id), plant.name, plant.tag ?? null]);
-  return `"${createHash('sha256').update(content).digest('base64url').slice(0, 27)}"`;
+  return `"${hash('sha256', content, 'base64url').slice(0, 27)}"`;
 }
 
 const CURSOR_VERSION = 'p1';

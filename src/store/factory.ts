@@ -1,5 +1,5 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
-import { PostgresStore, type PostgresOptions } from './postgres.ts';
+import type { PostgresOptions } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { PlantStore } from './types.ts';
 
@@ -12,6 +12,8 @@ const DEFAULT_POOL_SIZE = 10;
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
   if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl));
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    // Loaded only here: a SQLite deployment never pays for the pg driver at boot.
+    const { PostgresStore } = await import('./postgres.ts');
     return PostgresStore.open(databaseUrl, { poolSize: DEFAULT_POOL_SIZE, ...options });
   }
   throw new DatabaseUrlError(

@@ -14,12 +14,10 @@ import {
   TOKEN_COLUMNS,
   toClaimed,
   toDelivery,
-  toPlant,
   toSubscription,
   toToken,
   type ClaimedRow,
   type DeliveryRow,
-  type PlantRow,
   type SubscriptionRow,
   type TokenRow,
 } from './rows.ts';
@@ -79,6 +77,7 @@ export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, all reading integers as BigInt. */
   readonly #prepared = new Map<string, StatementSync>();
+  readonly #preparedTuples = new Map<string, StatementSync>();
   #pending: PendingWrite[] = [];
   #flushScheduled = false;
 
@@ -116,8 +115,8 @@ export class SqliteStore implements PlantStore {
     const from = pageStart(after);
     if (from === undefined) return [];
     const rows =
-      tag === undefined ? this.#sql(SQL.pageAll).all(from, limit) : this.#sql(SQL.pageByTag).all(tag, from, limit);
-    return (rows as unknown as PlantRow[]).map(toPlant);
+      tag === undefined ? this.#plantSql(SQL.pageAll).all(from, limit) : this.#plantSql(SQL.pageByTag).all(tag, from, limit);
+    return (rows as unknown as PlantTuple[]).map(plantFromTuple);
   }
 
   async getPlant(id: bigint): Promise<PlantRecord | undefined> {
@@ -309,14 +308,26 @@ export class SqliteStore implements PlantStore {
     return statement;
   }
 
+  /** A plant query whose rows come as [id, name, tag]: node:sqlite builds arrays in half the time of objects. */
+  #plantSql(text: string): StatementSync {
+    let statement = this.#preparedTuples.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      statement.setReadBigInts(true);
+      statement.setReturnArrays(true);
+      this.#preparedTuples.set(text, statement);
+    }
+    return statement;
+  }
+
   #emit(event: WebhookEvent, plant: PlantRecord): void {
     const now = new Date().toISOString();
     this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
-    const row = this.#sql(SQL.selectPlant).get(id) as PlantRow | undefined;
-    return row && toPlant(row);
+    const row = this.#plantSql(SQL.selectPlant).get(id) as PlantTuple | undefined;
+    return row && plantFromTuple(row);
   }
 
   #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => PlantRecord): ConditionalWrite {
@@ -362,16 +373,24 @@ export class SqliteStore implements PlantStore {
   }
 
   #inSavepoint(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
-    this.#db.exec('SAVEPOINT write');
+    // Prepared rather than exec'd: exec parses its SQL every time, and every write runs these.
+    this.#sql('SAVEPOINT write').run();
     try {
       const value = work();
-      this.#db.exec('RELEASE write');
+      this.#sql('RELEASE write').run();
       return { ok: true, value };
     } catch (error) {
-      this.#db.exec('ROLLBACK TO write; RELEASE write');
+      this.#sql('ROLLBACK TO write').run();
+      this.#sql('RELEASE write').run();
       return { ok: false, error };
     }
   }
+}
+
+type PlantTuple = [id: bigint, name: string, tag: string | null];
+
+function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
+  return tag === null ? { id, name } : { id, name, tag };
 }
 
 const SQLITE_BUSY = 5;

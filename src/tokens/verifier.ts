@@ -2,7 +2,7 @@
 // may do. Stored tokens are cached briefly, so verification rarely touches the store while
 // revocation still reaches every instance within CACHE_TTL_MS; last-use times are written in
 // batches every LAST_USED_FLUSH_MS, never once per request.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
@@ -89,7 +89,7 @@ export function tokenStatus(record: TokenRecord, now: number): 'active' | 'revok
 }
 
 function sha256(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
+  return hash('sha256', value, 'buffer');
 }
 
 // Compares against every configured digest without stopping early, so timing says nothing about which matched.

@@ -5,7 +5,7 @@
 // target) retried after the next delay of the schedule, with jitter, until it runs out.
 // At-least-once: a crash between sending and recording means one more send after the lease.
 import { Webhook } from 'standardwebhooks';
-import { request, type Agent } from 'undici';
+import type { Agent, request } from 'undici';
 import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
@@ -41,7 +41,8 @@ const JITTER = 0.2; // each delay varies by ±10%, so retries from many events d
 
 export class WebhookDispatcher {
   readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
-  readonly #agent: Agent;
+  /** undici and its agent, loaded at the first delivery: most instances boot without sending any. */
+  #client: Promise<{ request: typeof request; agent: Agent }> | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
   #wakeUp: (() => void) | undefined;
@@ -52,7 +53,6 @@ export class WebhookDispatcher {
 
   constructor(options: DispatcherOptions) {
     this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, onAttempt: () => undefined, ...options };
-    this.#agent = guardedAgent(options.allowPrivateNetworks, options.timeoutMs);
   }
 
   start(): void {
@@ -69,7 +69,7 @@ export class WebhookDispatcher {
     this.#stopped = true;
     this.wake();
     await this.#running;
-    await this.#agent.close();
+    if (this.#client) await (await this.#client).agent.close();
   }
 
   async #loop(): Promise<void> {
@@ -106,9 +106,10 @@ export class WebhookDispatcher {
     if (refused) return { error: `refused: ${refused}` };
     const signedAt = new Date(now());
     try {
+      const { request, agent } = await this.#httpClient();
       const response = await request(url, {
         method: 'POST',
-        dispatcher: this.#agent,
+        dispatcher: agent,
         signal: AbortSignal.timeout(timeoutMs),
         headers: {
           'content-type': 'application/json',
@@ -130,6 +131,14 @@ export class WebhookDispatcher {
       const cause = (error as Error & { cause?: Error }).cause;
       return { error: `could not deliver: ${cause?.message ?? (error as Error).message}` };
     }
+  }
+
+  #httpClient(): Promise<{ request: typeof request; agent: Agent }> {
+    const { allowPrivateNetworks, timeoutMs } = this.#options;
+    this.#client ??= Promise.all([import('undici'), guardedAgent(allowPrivateNetworks, timeoutMs)]).then(
+      ([undici, agent]) => ({ request: undici.request, agent }),
+    );
+    return this.#client;
   }
 
   #outcome(delivery: ClaimedDelivery, attempt: { status?: number; error?: string }): AttemptOutcome {

@@ -6,7 +6,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 
 export class ForbiddenTargetError extends Error {}
 
@@ -38,7 +38,8 @@ export async function targetProblem(url: string, allowPrivateNetworks: boolean):
 }
 
 /** An undici dispatcher whose every connection re-checks the addresses it is about to use. */
-export function guardedAgent(allowPrivateNetworks: boolean, timeoutMs: number): Agent {
+export async function guardedAgent(allowPrivateNetworks: boolean, timeoutMs: number): Promise<Agent> {
+  const { Agent } = await import('undici');
   return new Agent({
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
