@@ -1,9 +1,12 @@
 // npm run bench: the service against the Node ceiling, side by side, on this machine.
 // Starts (1) a bare node:http server, (2) a bare Fastify route, (3) the real service on a fresh
 // SQLite file, and (4) on PostgreSQL when BENCH_DATABASE_URL names an empty database. Drives each
-// with autocannon at the same concurrency and duration and prints requests/s, p50, p99, errors
-// and the ratio to the ceiling for: create (unique ids), get by id, a list page of 100, and an
-// unauthenticated request (401). Every answer is checked for the expected status.
+// with autocannon at the same concurrency and duration and prints requests/s, p50, p99, errors,
+// the ratio to the ceiling and the server's CPU time per request for: create (unique ids), get by
+// id, a list page of 100, and an unauthenticated request (401); then, for the service, fills its
+// store to 1,000,000 plants and runs the create row again. Every answer is checked for its status.
+// The service runs as `npm start` runs it (the same Node flags); its startup is the median of
+// three starts to the first answer.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,6 +15,7 @@ import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import { openStore } from '../src/store/factory.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -31,26 +35,34 @@ interface Row {
   p50: number;
   p99: number;
   errors: number;
+  /** The server's own CPU time (user + system, all threads) per answered request, in µs. */
+  cpuUs: number;
 }
 
-let nextId = 1_000_000;
-const scenarios: Scenario[] = [
-  {
-    name: 'create (unique ids)',
+const WARM_UP_SECONDS = 1;
+const LARGE_STORE = 1_000_000;
+// The large store holds even ids from LARGE_BASE on; its create row adds odd ids among them, so
+// inserts land inside the filled key range rather than after it.
+const LARGE_BASE = 10_000_000_000;
+
+/** Creates with unique ids: odd ids from `firstId`, two apart. */
+function creates(name: string, firstId: number): Scenario {
+  let nextId = firstId;
+  const body = () => `{"id":${(nextId += 2)},"name":"bench plant","tag":"bench"}`;
+  return {
+    name,
     expected: 200,
-    request: () => [
-      {
-        method: 'POST',
-        path: '/plants',
-        headers: AUTH,
-        setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"bench plant","tag":"bench"}` }),
-      },
-    ],
-  },
+    request: () => [{ method: 'POST', path: '/plants', headers: AUTH, setupRequest: (request) => ({ ...request, body: body() }) }],
+  };
+}
+
+const scenarios: Scenario[] = [
+  creates('create (unique ids)', 1_000_001),
   { name: 'get by id', expected: 200, request: () => [{ method: 'GET', path: '/plants/500', headers: AUTH }] },
   { name: 'list page of 100', expected: 200, request: () => [{ method: 'GET', path: '/plants?limit=100', headers: AUTH }] },
   { name: 'unauthenticated (401)', expected: 401, request: () => [{ method: 'GET', path: '/plants/500' }] },
 ];
+const createAtLarge = creates(`create at ${LARGE_STORE.toLocaleString('en')} plants`, LARGE_BASE + 1);
 
 const rows: Row[] = [];
 const notes: string[] = [];
@@ -58,16 +70,53 @@ const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 try {
   await measure('node:http (ceiling)', ['scripts/bench-targets.ts', 'node'], {}, true);
   await measure('fastify route', ['scripts/bench-targets.ts', 'fastify'], {}, true);
-  await measure('service, sqlite', ['src/server.ts'], { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` }, false);
+  await measure('service, sqlite', serviceArgs(), { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` }, false);
   if (process.env.BENCH_DATABASE_URL) {
-    await measure('service, postgres', ['src/server.ts'], { DATABASE_URL: process.env.BENCH_DATABASE_URL }, false);
+    await measure('service, postgres', serviceArgs(), { DATABASE_URL: process.env.BENCH_DATABASE_URL }, false);
   }
   print();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** The service's command line as `npm start` has it, Node flags included, so both run the same. */
+function serviceArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = pkg.scripts.start.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start runs "${command}", not node: update the bench`);
+  return args;
+}
+
 async function measure(target: string, args: string[], env: Record<string, string>, baseline: boolean): Promise<void> {
+  const start = () => startTarget(args, env);
+  // Startup alone, three times: the first start of a checkout also fills Node's compile cache.
+  const startups: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const { child, startupMs } = await start();
+    startups.push(startupMs);
+    await stop(child);
+  }
+  const { child, port } = await start();
+  try {
+    if (!baseline) await seed(port);
+    // A second of each scenario first, unrecorded: the figures are for a warmed-up (JIT-compiled) server.
+    for (const scenario of scenarios) await drive(target, scenario, baseline, child.pid!, port, WARM_UP_SECONDS);
+    for (const scenario of scenarios) rows.push(await drive(target, scenario, baseline, child.pid!, port));
+    if (!baseline && env.DATABASE_URL) {
+      await fillTo(env.DATABASE_URL, LARGE_STORE);
+      rows.push(await drive(target, createAtLarge, baseline, child.pid!, port));
+    }
+    startups.sort((a, b) => a - b);
+    notes.push(
+      `${target}: first answer ${startups[1]!.toFixed(0)} ms after spawn (median of 3 starts: ${startups.map((ms) => ms.toFixed(0)).join(', ')}), ` +
+        `peak RSS ${peakRssMb(child.pid!)} MB`,
+    );
+  } finally {
+    await stop(child);
+  }
+}
+
+async function startTarget(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
   const port = await freePort();
   const started = performance.now();
   const child = spawn(process.execPath, args, {
@@ -75,33 +124,71 @@ async function measure(target: string, args: string[], env: Record<string, strin
     env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  return { child, port, startupMs: await firstAnswer(child, port, started) };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function drive(target: string, scenario: Scenario, baseline: boolean, pid: number, port: number, duration = DURATION): Promise<Row> {
+  const cpuBefore = cpuMicroseconds(pid);
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: CONNECTIONS,
+    duration,
+    requests: scenario.request(),
+  });
+  const wrongStatus = Object.entries(result.statusCodeStats ?? {})
+    .filter(([status]) => Number(status) !== (baseline ? 200 : scenario.expected))
+    .reduce((sum, [, stats]) => sum + (stats as { count: number }).count, 0);
+  return {
+    target,
+    scenario: scenario.name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + wrongStatus,
+    cpuUs: (cpuMicroseconds(pid) - cpuBefore) / Math.max(1, result.requests.total),
+  };
+}
+
+/** Fills the service's store, from this process, with even ids from LARGE_BASE until it holds `size` plants. */
+async function fillTo(databaseUrl: string, size: number): Promise<void> {
+  const started = performance.now();
+  const store = await openStore(databaseUrl, { poolSize: 4 });
   try {
-    const startupMs = await firstAnswer(child, port, started);
-    if (!baseline) await seed(port);
-    for (const scenario of scenarios) {
-      const result = await autocannon({
-        url: `http://127.0.0.1:${port}`,
-        connections: CONNECTIONS,
-        duration: DURATION,
-        requests: scenario.request(),
-      });
-      const wrongStatus = Object.entries(result.statusCodeStats ?? {})
-        .filter(([status]) => Number(status) !== (baseline ? 200 : scenario.expected))
-        .reduce((sum, [, stats]) => sum + (stats as { count: number }).count, 0);
-      rows.push({
-        target,
-        scenario: scenario.name,
-        rps: result.requests.average,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        errors: result.errors + result.timeouts + wrongStatus,
-      });
+    const existing = await countPlants(store);
+    const batch = 10_000;
+    for (let filled = 0; filled < size - existing; filled += batch) {
+      const writes = [];
+      for (let i = filled; i < Math.min(filled + batch, size - existing); i++) {
+        writes.push(store.createPlant({ id: BigInt(LARGE_BASE + 2 * i), name: `plant ${i}`, tag: i % 10 === 0 ? 'fern' : 'bulk' }));
+      }
+      await Promise.all(writes);
     }
-    notes.push(`${target}: first answer ${startupMs.toFixed(0)} ms after spawn, peak RSS ${peakRssMb(child.pid!)} MB`);
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await store.close();
   }
+  process.stderr.write(`filled the store to ${size.toLocaleString('en')} plants in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+}
+
+async function countPlants(store: Awaited<ReturnType<typeof openStore>>): Promise<number> {
+  let count = 0;
+  for (let after: bigint | undefined; ; ) {
+    const page = await store.listPlants({ after, limit: 10_000 });
+    count += page.length;
+    if (page.length < 10_000) return count;
+    after = page.at(-1)!.id;
+  }
+}
+
+/** User plus system CPU time of a process, all its threads, in µs (from /proc; clock ticks of 10 ms). */
+function cpuMicroseconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 function freePort(): Promise<number> {
@@ -137,6 +224,24 @@ async function seed(port: number): Promise<void> {
   for (const response of await Promise.all(creates)) if (!response.ok) throw new Error(`seeding answered ${response.status}`);
 }
 
+/** Against the ceiling's same scenario (the large-store create against the ceiling's create). */
+function ratio(row: Row): string {
+  const scenario = row.scenario === createAtLarge.name ? scenarios[0]!.name : row.scenario;
+  const ceiling = rows.find((candidate) => candidate.target === 'node:http (ceiling)' && candidate.scenario === scenario);
+  return ceiling ? (row.rps / ceiling.rps).toFixed(2) : '-';
+}
+
+/** Create throughput with a large store against the same target's create on an almost empty one. */
+function largeStoreNotes(): string[] {
+  return rows
+    .filter((row) => row.scenario === createAtLarge.name)
+    .map((large) => {
+      const empty = rows.find((row) => row.target === large.target && row.scenario === scenarios[0]!.name)!;
+      const change = ((large.rps / empty.rps - 1) * 100).toFixed(1);
+      return `${large.target}: ${createAtLarge.name} ${large.rps.toFixed(0)}/s against ${empty.rps.toFixed(0)}/s on an almost empty store (${change}%)`;
+    });
+}
+
 function peakRssMb(pid: number): string {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -145,15 +250,17 @@ function peakRssMb(pid: number): string {
 
 function print(): void {
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
-  console.log(`${'target'.padEnd(22)}${'scenario'.padEnd(24)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'errors'.padStart(8)}${'x ceiling'.padStart(11)}`);
+  console.log(
+    `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
+      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}`,
+  );
   for (const row of rows) {
-    const ceiling = rows.find((candidate) => candidate.target === 'node:http (ceiling)' && candidate.scenario === row.scenario);
-    const ratio = ceiling ? (row.rps / ceiling.rps).toFixed(2) : '-';
     console.log(
-      `${row.target.padEnd(22)}${row.scenario.padEnd(24)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio.padStart(11)}`,
+      `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
+        `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}`,
     );
   }
-  for (const note of notes) console.log(note);
+  for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
   const errors = rows.reduce((sum, row) => sum + row.errors, 0);
   if (errors > 0) {
     console.log(`\n!!! ${errors} requests failed or answered an unexpected status: these figures are not valid !!!`);

@@ -67,6 +67,8 @@ const SQL = {
   insertToken: `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
   touchToken: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+  hasSubscriber: `SELECT 1 FROM webhook_subscriptions
+    WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0 LIMIT 1`,
   // One outbox row per enabled subscription to the event, written in the plant's own transaction.
   emitEvent: `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
     SELECT ? || id, id, ?, ?, ?, 'pending', ? FROM webhook_subscriptions
@@ -321,6 +323,8 @@ export class SqliteStore implements PlantStore {
   }
 
   #emit(event: WebhookEvent, plant: PlantRecord): void {
+    // Most writes have no subscriber: one look at the (small) table spares the message id, the payload and the insert.
+    if (!this.#sql(SQL.hasSubscriber).get(event)) return;
     const now = new Date().toISOString();
     this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
   }
