@@ -217,13 +217,16 @@ async function firstAnswer(child: ChildProcess, port: number, started: number): 
   }
 }
 
-// Plants for the reads: ids 1..1000, so /plants/500 exists and a page holds 100.
+// Plants for the reads: ids 1..1000, so /plants/500 exists and a page holds 100. Sent CONNECTIONS
+// at a time: a thousand connections at once would set the peak RSS instead of the scenarios.
 async function seed(port: number): Promise<void> {
-  const creates = [];
-  for (let id = 1; id <= 1000; id++) {
-    creates.push(fetch(`http://127.0.0.1:${port}/plants`, { method: 'POST', headers: AUTH, body: `{"id":${id},"name":"plant ${id}"}` }));
+  for (let first = 1; first <= 1000; first += CONNECTIONS) {
+    const creates = [];
+    for (let id = first; id < Math.min(first + CONNECTIONS, 1001); id++) {
+      creates.push(fetch(`http://127.0.0.1:${port}/plants`, { method: 'POST', headers: AUTH, body: `{"id":${id},"name":"plant ${id}"}` }));
+    }
+    for (const response of await Promise.all(creates)) if (!response.ok) throw new Error(`seeding answered ${response.status}`);
   }
-  for (const response of await Promise.all(creates)) if (!response.ok) throw new Error(`seeding answered ${response.status}`);
 }
 
 /** Against the ceiling of the same scenario (the large-store create against the create ceiling). */

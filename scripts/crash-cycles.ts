@@ -1,5 +1,5 @@
 // npm run crash: repeated crash safety of the real server (the runner is scripts/crash-lib.ts).
-// Starts node src/server.ts on one database again and again, SIGKILLs it at a random moment under
+// Starts node src/entry.js on one database again and again, SIGKILLs it at a random moment under
 // concurrent creates, replaces and deletes, and checks after every restart that each acknowledged
 // write is there (and, on SQLite, that the file passes PRAGMA integrity_check). Exits 1 on any violation.
 // Settings: CRASH_CYCLES (50), CRASH_WRITERS (8), CRASH_DATABASE_URL (default a fresh SQLite file in a

@@ -1,5 +1,5 @@
 // Repeated crash safety, shared by `npm run crash` (scripts/crash-cycles.ts) and test/crash-cycles.test.ts.
-// Each cycle starts the real server (node src/server.ts, PORT=0) on the same database, lets concurrent
+// Each cycle starts the real server (node src/entry.js, PORT=0) on the same database, lets concurrent
 // writers create, replace and delete plants of their own over real sockets, and SIGKILLs the process
 // after a random delay. Between the kill and the restart a SQLite file must pass PRAGMA integrity_check;
 // after the restart every plant must be in the state its last acknowledged write (200/204) left it in.
@@ -475,10 +475,10 @@ function sqlitePath(databaseUrl: string): string | undefined {
   return isAbsolute(path) ? path : resolve(REPO_ROOT, path);
 }
 
-/** Spawns node src/server.ts and resolves once its "Server listening at" line names the port; rejects if it exits first. */
+/** Spawns node src/entry.js and resolves once its "Server listening at" line names the port; rejects if it exits first. */
 function startServer(env: Record<string, string>): Promise<{ server: RunningServer; startupMs: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['src/server.ts'], {
+  const child = spawn(process.execPath, ['src/entry.js'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

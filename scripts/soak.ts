@@ -17,7 +17,7 @@ const TOKEN = 'soak-token-0123456789abcdef';
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-soak-'));
 const port = await freePort();
-const server = spawn(process.execPath, ['src/server.ts'], {
+const server = spawn(process.execPath, ['src/entry.js'], {
   env: {
     ...process.env,
     HOST: '127.0.0.1',

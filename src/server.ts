@@ -1,15 +1,9 @@
-// Process entry: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
-import { enableCompileCache } from 'node:module';
-import type { Config } from './config.ts';
-
-// Node's module compile cache (type stripping and V8 code, under the system's temp directory)
-// takes a third off every start after the first. It must be on before the app's modules load,
-// hence the dynamic imports below; where the cache cannot be written, Node carries on without it.
-enableCompileCache();
-const { buildApp } = await import('./app.ts');
-const { ConfigError, loadConfig } = await import('./config.ts');
-const { DatabaseUrlError, openStore } = await import('./store/factory.ts');
-const { ensureFirstToken } = await import('./tokens/bootstrap.ts');
+// The process: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
+// Started through entry.js, which turns on Node's compile cache first.
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { DatabaseUrlError, openStore } from './store/factory.ts';
+import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -1,4 +1,4 @@
-// The real server process: `node src/server.ts` on a real socket, with its stdout/stderr captured.
+// The real server process: `node src/entry.js` (as npm start) on a real socket, with its stdout/stderr captured.
 // start() resolves once the JSON log line "Server listening at http://..." says where it listens;
 // every process is SIGKILLed at the end of the test that spawned it if it is still running.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -45,7 +45,7 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
 }
 
 export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
-  const child = spawn(process.execPath, ['src/server.ts'], {
+  const child = spawn(process.execPath, ['src/entry.js'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

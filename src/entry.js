@@ -1,0 +1,10 @@
+// Process entry: turns on Node's module compile cache, then runs server.ts.
+// The cache (type-stripped sources and V8 code, under the system's temp directory) halves every
+// start after the first, and a start whose modules all come from it never loads Node's type
+// stripper, a WebAssembly compiler of 19 MB. That is why this one file is JavaScript: the entry
+// is read before any cache can be on, so a TypeScript entry would load the stripper every time.
+// Where the cache cannot be written, Node carries on without it.
+import { enableCompileCache } from 'node:module';
+
+enableCompileCache();
+await import('./server.ts');
