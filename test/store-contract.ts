@@ -569,7 +569,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       );
     });
 
-    t.test('close settles replaces and deletes already issued; afterwards they reject', async (t) => {
+    t.test('close settles creates, replaces and deletes already issued; afterwards they reject', async (t) => {
       const store = await open(t);
       await seed(t, store, [
         { id: 1n, name: 'one' },
@@ -577,11 +577,14 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       ]);
       const replace = store.replacePlant(1n, { name: 'one renamed' });
       const remove = store.deletePlant(2n);
+      const creates = [3n, 4n, 5n].map((id) => store.createPlant({ id, name: `new ${id}` }));
       await store.close();
       expectWrite(t, await replace, { outcome: 'done', plant: { id: 1n, name: 'one renamed' } }, 'a replace issued before close');
       expectWrite(t, await remove, { outcome: 'done', plant: { id: 2n, name: 'two' } }, 'a delete issued before close');
+      t.same((await Promise.all(creates)).map((result) => result.outcome), ['created', 'created', 'created'], 'creates issued before close');
       await t.rejects(store.replacePlant(1n, { name: 'too late' }), 'replacePlant rejects once closed');
       await t.rejects(store.deletePlant(1n), 'deletePlant rejects once closed');
+      await t.rejects(store.createPlant({ id: 6n, name: 'too late' }), 'createPlant rejects once closed');
     });
 
     t.test('createFirstToken stores a token only into an empty token table', async (t) => {

@@ -42,6 +42,24 @@ t.test('postgres', options, async (t) => {
     t.equal(results.filter((r) => r.outcome === 'conflict').length, 39, 'the rest conflict');
   });
 
+  // Creates issued together share one statement; PostgreSQL refuses a NUL character in text,
+  // which fails that statement, and the batch then falls back to one statement per create.
+  t.test('a create the database refuses fails alone; the creates issued with it are written', async (t) => {
+    const store = await openFresh(t);
+    await store.createPlant({ id: 2n, name: 'stored' });
+    const settled = await Promise.allSettled([
+      store.createPlant({ id: 1n, name: 'fine' }),
+      store.createPlant({ id: 2n, name: 'stored' }),
+      store.createPlant({ id: 3n, name: 'nul \u0000 inside' }),
+      store.createPlant({ id: 4n, name: 'also fine', tag: 't' }),
+    ]);
+    t.same(
+      settled.map((result) => (result.status === 'fulfilled' ? result.value.outcome : 'rejected')),
+      ['created', 'unchanged', 'rejected', 'created'],
+    );
+    t.same((await store.listPlants({ limit: 10 })).map((plant) => plant.id), [1n, 2n, 4n], 'only the refused plant is missing');
+  });
+
   t.test('an unreachable server is retried with backoff at startup, then reported', async (t) => {
     const retries: number[] = [];
     const failure = await PostgresStore.open('postgres://root@127.0.0.1:1/none', {

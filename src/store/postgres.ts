@@ -65,6 +65,18 @@ const CREATE_PLANT = `WITH created AS (
     INSERT INTO plants (id, name, tag) VALUES ($4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING id),
   events AS (${OUTBOX_ROWS} AND EXISTS (SELECT 1 FROM created))
   SELECT count(*)::int AS created FROM created`;
+// Many creates in one statement (group commit): the rows come as arrays, distinct ids in id order,
+// so that two batches racing on the same ids lock them in the same order. Answers the ids inserted.
+const CREATE_PLANTS = `WITH input AS (
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, name, tag, message_id, payload)),
+  created AS (
+    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+  events AS (
+    INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
+    SELECT input.message_id || s.id, s.id, 'plant.created', input.payload, now(), 'pending', now()
+      FROM created JOIN input USING (id) CROSS JOIN webhook_subscriptions s
+     WHERE s.disabled_at IS NULL AND position(' plant.created ' in ' ' || s.events || ' ') > 0)
+  SELECT id FROM created`;
 
 const INT8_OID = 20;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
@@ -82,6 +94,8 @@ export class PostgresStore implements PlantStore {
   #closed = false;
   /** Operations under way; close() lets them finish before ending the pool. */
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** Creates waiting for the next turn of the event loop, to be written together. */
+  #createBatch: { plants: PlantRecord[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -105,7 +119,74 @@ export class PostgresStore implements PlantStore {
     return new PostgresStore(pool);
   }
 
+  /**
+   * Creates arriving in the same turn of the event loop share one statement and one commit, as on
+   * SQLite: one round trip and one WAL flush for the lot instead of one each.
+   */
   async createPlant(plant: PlantRecord): Promise<CreateResult> {
+    if (!this.#createBatch) {
+      const plants: PlantRecord[] = [];
+      const results = this.#track(async () => {
+        await new Promise(setImmediate);
+        this.#createBatch = undefined;
+        return this.#createAll(plants);
+      });
+      this.#createBatch = { plants, results };
+    }
+    const index = this.#createBatch.plants.push(plant) - 1;
+    const result = (await this.#createBatch.results)[index]!;
+    if (result.status === 'rejected') throw result.reason;
+    return result.value;
+  }
+
+  async #createAll(plants: PlantRecord[]): Promise<PromiseSettledResult<CreateResult>[]> {
+    if (plants.length === 1) return Promise.allSettled([this.#createOne(plants[0]!)]);
+    let created: Set<bigint>;
+    try {
+      created = await this.#insertMany(plants);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) throw error;
+      // Something the database refuses in one plant (or a lost race) must not fail the others.
+      return Promise.allSettled(plants.map((plant) => this.#createOne(plant)));
+    }
+    // Where two creates in the batch share an id, the first one was inserted; the others compare.
+    const first = new Map<bigint, PlantRecord>();
+    for (const plant of plants) if (!first.has(plant.id)) first.set(plant.id, plant);
+    const compare = plants.filter((plant) => !(created.has(plant.id) && first.get(plant.id) === plant));
+    const stored = await this.#plantsById(compare.map((plant) => plant.id));
+    return Promise.allSettled(
+      plants.map(async (plant): Promise<CreateResult> => {
+        if (created.has(plant.id) && first.get(plant.id) === plant) return { outcome: 'created', stored: plant };
+        const current = stored.get(plant.id);
+        // Deleted since the insert found it: create it alone.
+        if (!current) return this.#createOne(plant);
+        return { outcome: samePlant(current, plant) ? 'unchanged' : 'conflict', stored: current };
+      }),
+    );
+  }
+
+  async #insertMany(plants: PlantRecord[]): Promise<Set<bigint>> {
+    const distinct = [...new Map(plants.toReversed().map((plant) => [plant.id, plant])).values()].sort((a, b) =>
+      a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+    );
+    const events = distinct.map((plant) => eventParameters('plant.created', plant));
+    const { rows } = await this.#query<{ id: bigint }>(CREATE_PLANTS, [
+      distinct.map((plant) => String(plant.id)),
+      distinct.map((plant) => plant.name),
+      distinct.map((plant) => plant.tag ?? null),
+      events.map(([messageId]) => messageId),
+      events.map(([, , payload]) => payload),
+    ]);
+    return new Set(rows.map((row) => row.id));
+  }
+
+  async #plantsById(ids: bigint[]): Promise<Map<bigint, PlantRecord>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.#query<PlantRow>('SELECT id, name, tag FROM plants WHERE id = ANY($1::int8[])', [ids.map(String)]);
+    return new Map(rows.map((row) => [row.id, toPlant(row)]));
+  }
+
+  async #createOne(plant: PlantRecord): Promise<CreateResult> {
     for (;;) {
       const { rows } = await this.#query<{ created: number }>(CREATE_PLANT, [
         ...eventParameters('plant.created', plant),
@@ -300,6 +381,8 @@ export class PostgresStore implements PlantStore {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    // Creates already accepted are written first: a batch runs its statements after this point.
+    await this.#createBatch?.results.catch(() => undefined);
     this.#closed = true;
     await Promise.allSettled(this.#inFlight);
     await this.#pool.end();
