@@ -3,8 +3,9 @@
 // SQLite file, and (4) on PostgreSQL when BENCH_DATABASE_URL names an empty database. Drives each
 // with autocannon at the same concurrency and duration and prints requests/s, p50, p99, errors,
 // the ratio to the ceiling (the faster of the two bare servers in this run: on a shared 2-core
-// machine either can come out ahead) and the server's CPU time per request for: create (unique ids), get by
-// id, a list page of 100, and an unauthenticated request (401); then, for the service, fills its
+// machine either can come out ahead), the server's CPU time per request and the share of CPU time
+// the hypervisor took for other guests (steal) for: create (unique ids), get by id, a list page
+// of 100, and an unauthenticated request (401); then, for the service, fills its
 // store to 1,000,000 plants and runs the create row again. Every answer is checked for its status.
 // The service runs as `npm start` runs it (the same Node flags); its startup is the median of
 // three starts to the first answer.
@@ -38,10 +39,13 @@ interface Row {
   errors: number;
   /** The server's own CPU time (user + system, all threads) per answered request, in µs. */
   cpuUs: number;
+  /** The share of the machine's CPU time the hypervisor gave to other guests during the row, in %. */
+  stealPercent: number;
 }
 
 const BASELINES = ['node:http', 'fastify route'];
 const WARM_UP_SECONDS = 1;
+const STEAL_WARNING_PERCENT = 2;
 const LARGE_STORE = 1_000_000;
 // The large store holds even ids from LARGE_BASE on; its create row adds odd ids among them, so
 // inserts land inside the filled key range rather than after it.
@@ -137,6 +141,7 @@ async function stop(child: ChildProcess): Promise<void> {
 
 async function drive(target: string, scenario: Scenario, baseline: boolean, pid: number, port: number, duration = DURATION): Promise<Row> {
   const cpuBefore = cpuMicroseconds(pid);
+  const machineBefore = machineCpuTicks();
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
@@ -154,6 +159,7 @@ async function drive(target: string, scenario: Scenario, baseline: boolean, pid:
     p99: result.latency.p99,
     errors: result.errors + result.timeouts + wrongStatus,
     cpuUs: (cpuMicroseconds(pid) - cpuBefore) / Math.max(1, result.requests.total),
+    stealPercent: stealPercent(machineBefore, machineCpuTicks()),
   };
 }
 
@@ -191,6 +197,17 @@ async function countPlants(store: Awaited<ReturnType<typeof openStore>>): Promis
 function cpuMicroseconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The machine's CPU time so far, in clock ticks, from the first line of /proc/stat. */
+function machineCpuTicks(): { total: number; steal: number } {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: ticks.reduce((sum, tick) => sum + tick, 0), steal: ticks[7] ?? 0 };
+}
+
+// On a virtual machine a busy host takes CPU time away ("steal"); such a row's rates are low.
+function stealPercent(before: { total: number; steal: number }, after: { total: number; steal: number }): number {
+  return (100 * (after.steal - before.steal)) / Math.max(1, after.total - before.total);
 }
 
 function freePort(): Promise<number> {
@@ -257,15 +274,23 @@ function print(): void {
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
-      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}`,
+      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}`,
   );
   for (const row of rows) {
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
-        `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}`,
+        `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}` +
+        `${row.stealPercent.toFixed(1).padStart(9)}`,
     );
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
+  const stolen = Math.max(...rows.map((row) => row.stealPercent));
+  if (stolen >= STEAL_WARNING_PERCENT) {
+    console.log(
+      `\nThe host took up to ${stolen.toFixed(0)}% of this machine's CPU time during the run (steal %): ` +
+        'rows with a high steal % understate the machine; rerun when the host is quiet.',
+    );
+  }
   const errors = rows.reduce((sum, row) => sum + row.errors, 0);
   if (errors > 0) {
     console.log(`\n!!! ${errors} requests failed or answered an unexpected status: these figures are not valid !!!`);
