@@ -6,9 +6,10 @@
 // machine either can come out ahead), the server's CPU time per request and the share of CPU time
 // the hypervisor took for other guests (steal) for: create (unique ids), get by id, a list page
 // of 100, and an unauthenticated request (401); then, for the service, fills its
-// store to 1,000,000 plants and runs the create row again. Every answer is checked for its status.
-// The service runs as `npm start` runs it (the same Node flags); its startup is the median of
-// three starts to the first answer.
+// store to 1,000,000 plants and runs the create row again. All targets run side by side and each
+// scenario is driven against one after the other, so that a ratio compares rows measured moments
+// apart. Every answer is checked for its status. The service runs as `npm start` runs it (the
+// same Node flags); its startup is the median of three starts to the first answer.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -70,18 +71,53 @@ const scenarios: Scenario[] = [
 ];
 const createAtLarge = creates(`create at ${LARGE_STORE.toLocaleString('en')} plants`, LARGE_BASE + 1);
 
+interface Target {
+  name: string;
+  args: string[];
+  env: Record<string, string>;
+  /** A bare server: answers 200 to everything, nothing to seed. */
+  baseline: boolean;
+}
+
+interface Running extends Target {
+  child: ChildProcess;
+  port: number;
+}
+
 const rows: Row[] = [];
 const notes: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
+const targets: Target[] = [
+  { name: 'node:http', args: ['scripts/bench-targets.ts', 'node'], env: {}, baseline: true },
+  { name: 'fastify route', args: ['scripts/bench-targets.ts', 'fastify'], env: {}, baseline: true },
+  { name: 'service, sqlite', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` }, baseline: false },
+];
+if (process.env.BENCH_DATABASE_URL) {
+  targets.push({ name: 'service, postgres', args: serviceArgs(), env: { DATABASE_URL: process.env.BENCH_DATABASE_URL }, baseline: false });
+}
+const running: Running[] = [];
 try {
-  await measure('node:http', ['scripts/bench-targets.ts', 'node'], {}, true);
-  await measure('fastify route', ['scripts/bench-targets.ts', 'fastify'], {}, true);
-  await measure('service, sqlite', serviceArgs(), { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` }, false);
-  if (process.env.BENCH_DATABASE_URL) {
-    await measure('service, postgres', serviceArgs(), { DATABASE_URL: process.env.BENCH_DATABASE_URL }, false);
+  const startups = new Map<string, number[]>();
+  for (const target of targets) startups.set(target.name, await measureStartups(target));
+  for (const target of targets) {
+    const { child, port } = await startTarget(target.args, target.env);
+    running.push({ ...target, child, port });
   }
+  for (const target of running) if (!target.baseline) await seed(target.port);
+  // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
+  // minutes, and a row should be compared with ceilings measured seconds, not minutes, apart.
+  // A second of each first, unrecorded: the figures are for warmed-up (JIT-compiled) servers.
+  for (const scenario of scenarios) for (const target of running) await drive(target, scenario, WARM_UP_SECONDS);
+  for (const scenario of scenarios) for (const target of running) rows.push(await drive(target, scenario));
+  for (const target of running) {
+    if (target.baseline) continue;
+    await fillTo(target.env.DATABASE_URL!, LARGE_STORE);
+    rows.push(await drive(target, createAtLarge));
+  }
+  for (const target of running) notes.push(startupAndMemoryNote(target, startups.get(target.name)!));
   print();
 } finally {
+  await Promise.all(running.map((target) => stop(target.child)));
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -93,33 +129,22 @@ function serviceArgs(): string[] {
   return args;
 }
 
-async function measure(target: string, args: string[], env: Record<string, string>, baseline: boolean): Promise<void> {
-  const start = () => startTarget(args, env);
-  // Startup alone, three times: the first start of a checkout also fills Node's compile cache.
+/** Three starts to the first answer, each stopped at once: the first start of a checkout also fills Node's compile cache. */
+async function measureStartups(target: Target): Promise<number[]> {
   const startups: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const { child, startupMs } = await start();
+    const { child, startupMs } = await startTarget(target.args, target.env);
     startups.push(startupMs);
     await stop(child);
   }
-  const { child, port } = await start();
-  try {
-    if (!baseline) await seed(port);
-    // A second of each scenario first, unrecorded: the figures are for a warmed-up (JIT-compiled) server.
-    for (const scenario of scenarios) await drive(target, scenario, baseline, child.pid!, port, WARM_UP_SECONDS);
-    for (const scenario of scenarios) rows.push(await drive(target, scenario, baseline, child.pid!, port));
-    if (!baseline && env.DATABASE_URL) {
-      await fillTo(env.DATABASE_URL, LARGE_STORE);
-      rows.push(await drive(target, createAtLarge, baseline, child.pid!, port));
-    }
-    startups.sort((a, b) => a - b);
-    notes.push(
-      `${target}: first answer ${startups[1]!.toFixed(0)} ms after spawn (median of 3 starts: ${startups.map((ms) => ms.toFixed(0)).join(', ')}), ` +
-        `peak RSS ${peakRssMb(child.pid!)} MB`,
-    );
-  } finally {
-    await stop(child);
-  }
+  return startups.sort((a, b) => a - b);
+}
+
+function startupAndMemoryNote(target: Running, startups: number[]): string {
+  return (
+    `${target.name}: first answer ${startups[1]!.toFixed(0)} ms after spawn (median of 3 starts: ${startups.map((ms) => ms.toFixed(0)).join(', ')}), ` +
+    `peak RSS ${peakRssMb(target.child.pid!)} MB`
+  );
 }
 
 async function startTarget(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
@@ -139,20 +164,21 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function drive(target: string, scenario: Scenario, baseline: boolean, pid: number, port: number, duration = DURATION): Promise<Row> {
+async function drive(target: Running, scenario: Scenario, duration = DURATION): Promise<Row> {
+  const pid = target.child.pid!;
   const cpuBefore = cpuMicroseconds(pid);
   const machineBefore = machineCpuTicks();
   const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${target.port}`,
     connections: CONNECTIONS,
     duration,
     requests: scenario.request(),
   });
   const wrongStatus = Object.entries(result.statusCodeStats ?? {})
-    .filter(([status]) => Number(status) !== (baseline ? 200 : scenario.expected))
+    .filter(([status]) => Number(status) !== (target.baseline ? 200 : scenario.expected))
     .reduce((sum, [, stats]) => sum + (stats as { count: number }).count, 0);
   return {
-    target,
+    target: target.name,
     scenario: scenario.name,
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -276,7 +302,8 @@ function print(): void {
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
       `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}`,
   );
-  for (const row of rows) {
+  // Grouped by target, in the order the targets were started.
+  for (const row of targets.flatMap((target) => rows.filter((row) => row.target === target.name))) {
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
         `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}` +
