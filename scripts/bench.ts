@@ -1,15 +1,15 @@
 // npm run bench: the service against the Node ceiling, side by side, on this machine.
 // Starts (1) a bare node:http server, (2) a bare Fastify route, (3) the real service on a fresh
-// SQLite file, and (4) on PostgreSQL when BENCH_DATABASE_URL names an empty database. Drives each
-// with autocannon at the same concurrency and duration and prints requests/s, p50, p99, errors,
-// the ratio to the ceiling (the faster of the two bare servers in this run: on a shared 2-core
-// machine either can come out ahead), the server's CPU time per request and the share of CPU time
-// the hypervisor took for other guests (steal) for: create (unique ids), get by id, a list page
-// of 100, and an unauthenticated request (401); then, for the service, fills its
-// store to 1,000,000 plants and runs the create row again. All targets run side by side and each
-// scenario is driven against one after the other, so that a ratio compares rows measured moments
-// apart. Every answer is checked for its status. The service runs as `npm start` runs it (the
-// same Node flags); its startup is the median of three starts to the first answer.
+// SQLite file, and (4) on PostgreSQL when BENCH_DATABASE_URL names an empty database. All run side
+// by side; autocannon drives each scenario against one target after the other, at the same
+// concurrency and duration, so a ratio compares rows measured moments apart. Scenarios: create
+// (unique ids), get by id, a list page of 100 and an unauthenticated request (401); then, for the
+// service, it fills the store to 1,000,000 plants and runs the create row again. Each row prints
+// requests/s, p50, p99, errors, the ratio to the ceiling (the faster of the two bare servers: on a
+// shared 2-core machine either can come out ahead), the server's CPU time per request and the
+// share of CPU time the hypervisor gave other guests (steal). Every answer is checked for its
+// status. The service runs as `npm start` runs it (the same Node flags); its startup is the median
+// of three starts to the first answer.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -225,14 +225,19 @@ function cpuMicroseconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
+interface MachineTicks {
+  total: number;
+  steal: number;
+}
+
 /** The machine's CPU time so far, in clock ticks, from the first line of /proc/stat. */
-function machineCpuTicks(): { total: number; steal: number } {
+function machineCpuTicks(): MachineTicks {
   const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   return { total: ticks.reduce((sum, tick) => sum + tick, 0), steal: ticks[7] ?? 0 };
 }
 
 // On a virtual machine a busy host takes CPU time away ("steal"); such a row's rates are low.
-function stealPercent(before: { total: number; steal: number }, after: { total: number; steal: number }): number {
+function stealPercent(before: MachineTicks, after: MachineTicks): number {
   return (100 * (after.steal - before.steal)) / Math.max(1, after.total - before.total);
 }
 
