@@ -9,6 +9,8 @@ import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from 
 import { createFailureLimiter } from './http/failure-limiter.ts';
 import { createHealthHandlers } from './http/health.ts';
 import { installLifecycle } from './http/lifecycle.ts';
+import { answerTransportEdges, TRANSPORT_SERVER_OPTIONS } from './http/transport.ts';
+import { closeOnUnreadBodies } from './http/unread-body.ts';
 import { useExactJsonBodies } from './http/json.ts';
 import { loggerOptions } from './http/logging.ts';
 import { createMetrics, createMetricsHandler } from './http/metrics.ts';
@@ -45,6 +47,8 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   installLifecycle(app); // then nothing new starts while closing
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
+  closeOnUnreadBodies(app);
+  answerTransportEdges(app);
   useExactJsonBodies(app);
   const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
   const store = metrics.instrument(plainStore);
@@ -100,7 +104,7 @@ function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.Wri
     requestTimeout: config.timeouts.requestMs,
     keepAliveTimeout: config.timeouts.keepAliveMs,
     // Node checks these limits every connectionsCheckingInterval: check often enough to honour them.
-    http: { headersTimeout: config.timeouts.headersMs, connectionsCheckingInterval: 1_000 },
+    http: { headersTimeout: config.timeouts.headersMs, connectionsCheckingInterval: 1_000, ...TRANSPORT_SERVER_OPTIONS },
   };
 }
 

@@ -119,3 +119,31 @@ export function rawExchange(port: number, request: string): Promise<string> {
     socket.on('error', reject);
   });
 }
+
+export interface RawResponse {
+  statusCode: number;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The HTTP answers in what a raw socket received, in order; bodies are cut at their Content-Length. */
+export function rawResponses(received: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest = received;
+  while (rest.startsWith('HTTP/')) {
+    const headEnd = rest.indexOf('\r\n\r\n');
+    if (headEnd < 0) break;
+    const [statusLine = '', ...lines] = rest.slice(0, headEnd).split('\r\n');
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    const length = Number(headers['content-length'] ?? 0);
+    const bodyStart = headEnd + 4;
+    responses.push({ statusCode: Number(statusLine.split(' ')[1]), headers, body: rest.slice(bodyStart, bodyStart + length) });
+    rest = rest.slice(bodyStart + length);
+  }
+  return responses;
+}

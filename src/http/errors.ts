@@ -73,20 +73,29 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
 };
 // Written out rather than read from node:http's STATUS_CODES: importing node:http as an ES module
 // loads Node's bundled fetch client, a tenth of the start time.
-const REASON_PHRASES: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+const REASON_PHRASES: Record<number, string> = {
+  400: 'Bad Request',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
 
 /** Fastify's `clientErrorHandler` option: requests so malformed that HTTP parsing failed. */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP.'];
-  const body = JSON.stringify({ error: status, message } satisfies ErrorBody);
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
+  if (socket.writable) socket.write(rawErrorAnswer(status, message));
   socket.destroy(error);
+}
+
+/** A whole HTTP answer with the Error body and `Connection: close`, for sockets Fastify never sees. */
+export function rawErrorAnswer(status: number, message: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify({ error: status, message } satisfies ErrorBody);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return (
+    `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
@@ -103,6 +112,9 @@ function toHttpError(error: FastifyError, request: FastifyRequest, options: Erro
   if (cause instanceof HttpError) return cause;
   if (options.isUnavailable(cause)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
   if (cause !== error) return new HttpError(500, INTERNAL_ERROR);
+  // Our own 403s are HttpErrors; any other is the docs' static files refusing a path outside their
+  // folder (a `..` segment), and to a client there is simply no such document.
+  if (error.statusCode === 403) return notFound(request);
   if (error.validation) return new HttpError(400, error.message);
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
