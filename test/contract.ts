@@ -11,6 +11,7 @@ import { parseJson } from '../src/http/json.ts';
 type Json = Record<string, any>;
 
 export const spec: Json = parseYaml(readFileSync(SPEC_PATH, 'utf8'));
+const TRANSPORT_RESPONSES: Json = spec['x-transport-responses'] ?? {};
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats.default(ajv);
@@ -27,15 +28,17 @@ export interface ResponseLike {
 /** Every problem with the response, empty when it is exactly what the contract documents. */
 export function contractProblems(method: string, url: string, response: ResponseLike): string[] {
   const found = findOperation(method, url);
-  if (!found) return [`${method} ${url} is not an operation of openapi.yaml`];
-  const { path, operation } = found;
-  const responses: Json = operation.responses;
   const status = String(response.statusCode);
+  // Answers to what is no operation (not HTTP, an unknown route, CONNECT) are documented once, at the root.
+  if (!found && !(status in TRANSPORT_RESPONSES)) return [`${method} ${url} is not an operation of openapi.yaml`];
+  const path = found?.path ?? url;
+  const responses: Json = found?.operation.responses ?? TRANSPORT_RESPONSES;
   if (!(status in responses) && !('default' in responses)) {
     return [`${method} ${path} answered ${status}, which openapi.yaml does not document`];
   }
   const key = status in responses ? status : 'default';
-  const [documented, pointer] = resolveResponse(responses[key], `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${key}`);
+  const at = found ? `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${key}` : `#/x-transport-responses/${key}`;
+  const [documented, pointer] = resolveResponse(responses[key], at);
   const content: Json | undefined = documented.content;
   if (!content) return response.body === '' ? [] : [`${method} ${path} ${status} must have no body`];
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();

@@ -392,12 +392,14 @@ export interface components {
     };
     responses: {
         /**
-         * @description The request is malformed; the message names the offending field. Malformed credentials
+         * @description The request is malformed; the message names the offending field (an HTTP/1.1 request
+         *     without `Host` gets this too, and the connection closes). Malformed credentials
          *     (several tokens or `Authorization` headers, a token in the query string) also carry
          *     `WWW-Authenticate: Bearer realm="plants", error="invalid_request"`.
          */
         BadRequest: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description Present for malformed credentials */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
@@ -409,6 +411,7 @@ export interface components {
         /** @description The token lacks a scope this operation needs */
         Forbidden: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description `Bearer realm="plants", error="insufficient_scope", scope="<the scopes needed>"` */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
@@ -423,6 +426,7 @@ export interface components {
          */
         TooManyRequests: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds until a retry may succeed */
                 "Retry-After"?: number;
                 /** @description Requests allowed per window */
@@ -440,6 +444,7 @@ export interface components {
         /** @description The bearer token is missing or not valid */
         Unauthorized: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description `Bearer realm="plants"`, with `error="invalid_token"` for an unknown token */
                 "WWW-Authenticate"?: string;
                 [name: string]: unknown;
@@ -451,6 +456,7 @@ export interface components {
         /** @description There is no subscription with this id */
         WebhookNotFound: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 [name: string]: unknown;
             };
             content: {
@@ -460,6 +466,7 @@ export interface components {
         /** @description There is no plant with this id */
         NotFound: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 [name: string]: unknown;
             };
             content: {
@@ -479,6 +486,7 @@ export interface components {
         /** @description The request body is larger than 64 KiB */
         PayloadTooLarge: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 [name: string]: unknown;
             };
             content: {
@@ -488,6 +496,7 @@ export interface components {
         /** @description The request body is not `application/json` in UTF-8 (a body sent to an operation that takes none is still read) */
         UnsupportedMediaType: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 [name: string]: unknown;
             };
             content: {
@@ -506,6 +515,7 @@ export interface components {
         /** @description The instance is shutting down; retry on another one */
         ShuttingDown: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds to wait before retrying */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -520,8 +530,29 @@ export interface components {
          */
         ServiceUnavailable: {
             headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds to wait before retrying */
                 "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The whole request did not arrive within `REQUEST_TIMEOUT` (or its headers within `HEADERS_TIMEOUT`); the connection closes */
+        RequestTimeout: {
+            headers: {
+                Connection: components["headers"]["ConnectionClose"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request headers are over 16 KiB; the connection closes */
+        HeaderFieldsTooLarge: {
+            headers: {
+                Connection: components["headers"]["ConnectionClose"];
                 [name: string]: unknown;
             };
             content: {
@@ -556,6 +587,12 @@ export interface components {
     headers: {
         /** @description Strong validator of the plant's current content */
         ETag: string;
+        /**
+         * @description `close` when the connection closes after this answer: the request's body was not read
+         *     (see "Unread bodies" above), the request could not be parsed, or the instance is
+         *     shutting down
+         */
+        ConnectionClose: "close" | "keep-alive";
     };
     pathItems: never;
 }
@@ -591,7 +628,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -635,6 +674,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             /** @description A plant with this `id` already exists with different content */
             409: {
                 headers: {
@@ -647,6 +687,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -688,7 +729,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -733,10 +776,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -767,10 +812,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -796,7 +843,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -834,9 +883,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -864,9 +915,11 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -899,7 +952,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -914,6 +969,9 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["Health"];
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ShuttingDown"];
         };
@@ -928,6 +986,9 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["Health"];
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             /** @description The store does not answer */
             503: {
@@ -958,6 +1019,9 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ShuttingDown"];
         };
@@ -980,6 +1044,9 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ShuttingDown"];
         };
@@ -1002,6 +1069,9 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ShuttingDown"];
         };
