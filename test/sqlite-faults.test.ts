@@ -6,6 +6,8 @@ import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { holdWriteLock, smallDisk, smallDiskSkipReason } from '../scripts/faults/sqlite-faults.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { StoreUnavailableError } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
 import { serverEnv, startServer, type RunningServer } from './process.ts';
 
@@ -129,4 +131,66 @@ t.test('a full disk: creates answer 503 with Retry-After, /readyz 503 until a wr
   t.teardown(() => db.close());
   t.same(db.prepare('PRAGMA integrity_check').all(), [{ integrity_check: 'ok' }], 'the file is intact');
   t.equal(Number((db.prepare('SELECT count(*) AS n FROM plants').get() as { n: number }).n), 21, 'on disk: the 20 acknowledged and the one after');
+});
+
+/** A store on a fresh file, and a promise that settles when its writes start waiting for another process's lock. */
+function storeTellingLockWaits(t: Test): { store: SqliteStore; path: string; lockWait: Promise<void> } {
+  const path = join(t.testdir(), 'plants.db');
+  let told!: () => void;
+  const lockWait = new Promise<void>((resolve) => (told = resolve));
+  const store = new SqliteStore(path, { onLockWait: () => told() });
+  t.teardown(() => store.close());
+  return { store, path, lockWait };
+}
+
+t.test('writes that find the lock held wait on timers in order, and commit together once it is released', async (t) => {
+  const { store, path, lockWait } = storeTellingLockWaits(t);
+  const holder = await holdWriteLock(path);
+  t.teardown(() => holder.release());
+  const first = inFlight(store.createPlant({ id: 1n, name: 'first' }));
+  await Promise.race([lockWait, first.promise]);
+  t.notOk(first.settled(), 'the first create waits for the lock');
+
+  const commits: string[] = [];
+  const exec = DatabaseSync.prototype.exec;
+  DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
+    const result = exec.call(this, sql);
+    if (sql.trim() === 'COMMIT') commits.push(sql);
+    return result;
+  };
+  t.teardown(() => (DatabaseSync.prototype.exec = exec));
+  const second = inFlight(store.createPlant({ id: 1n, name: 'second, same id' }));
+  const third = inFlight(store.createPlant({ id: 2n, name: 'third' }));
+  t.equal(await store.getPlant(1n), undefined, 'a read answers while the writes wait');
+  t.notOk(first.settled() || second.settled() || third.settled(), 'the read answered first');
+
+  await holder.release();
+  t.equal((await first.promise).outcome, 'created', 'the first create, issued first, wins');
+  t.equal((await second.promise).outcome, 'conflict', 'the second, issued later for the same id, finds it');
+  t.equal((await third.promise).outcome, 'created');
+  t.equal(commits.length, 1, 'the writes that waited together committed together');
+});
+
+t.test('the outbox poll, token last-use times and pruning wait for the lock without blocking, then fail as unavailable', async (t) => {
+  const { store, path, lockWait } = storeTellingLockWaits(t);
+  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' });
+  await store.createPlant({ id: 1n, name: 'with an event to deliver' });
+  const token = await store.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
+  const holder = await holdWriteLock(path);
+  t.teardown(() => holder.release());
+
+  const writes = {
+    'claimDueDeliveries (the outbox poll)': inFlight(store.claimDueDeliveries(new Date(Date.now() + 1_000), 10_000, 10)),
+    'recordTokenUse (last-use batching)': inFlight(store.recordTokenUse(new Map([[token.id, new Date().toISOString()]]))),
+    pruneDeliveries: inFlight(store.pruneDeliveries(new Date(), new Date())),
+  };
+  await Promise.race([lockWait, ...Object.values(writes).map((write) => write.promise.catch(() => undefined))]);
+  t.equal(await store.countPendingDeliveries(), 1, 'reads answer while they wait');
+  await t.resolves(store.ping(), 'and so does ping: a lock held elsewhere does not make the instance unready');
+  for (const [name, write] of Object.entries(writes)) {
+    t.notOk(write.settled(), `${name} was still waiting when the reads answered`);
+  }
+  for (const [name, write] of Object.entries(writes)) {
+    await t.rejects(write.promise.then(() => undefined), StoreUnavailableError, `${name} fails as unavailable after the wait`);
+  }
 });
