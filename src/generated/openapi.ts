@@ -167,7 +167,8 @@ export interface paths {
         };
         /**
          * Readiness check
-         * @description Answers 200 when the store answers, 503 otherwise. Needs no token.
+         * @description Answers 200 when the store answers, 503 otherwise; after a write failed for lack of disk
+         *     space, 503 until a write succeeds again. Needs no token.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -515,7 +516,8 @@ export interface components {
             };
         };
         /**
-         * @description The store cannot be reached right now (say, a lost database connection), or the instance
+         * @description The store cannot be reached right now (say, a lost database connection; on SQLite, another
+         *     process holding the write lock for more than 5 seconds, or a full disk), or the instance
          *     is shutting down; retry after `Retry-After` seconds
          */
         ServiceUnavailable: {
@@ -929,7 +931,7 @@ export interface operations {
         responses: {
             200: components["responses"]["Health"];
             500: components["responses"]["InternalError"];
-            /** @description The store does not answer */
+            /** @description The store does not answer, or cannot write (say, its disk is full) */
             503: {
                 headers: {
                     [name: string]: unknown;
