@@ -3,6 +3,7 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
+import { LOCK_WAIT_MS } from './store/sqlite.ts';
 import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
@@ -10,6 +11,7 @@ async function main(): Promise<void> {
   const store = await openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     onConnectionError: reportConnectionError,
+    onLockWait: reportLockWait,
   });
   const app = await buildApp({ config, store });
 
@@ -50,6 +52,11 @@ async function main(): Promise<void> {
 // Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs.
 function reportConnectionError(error: Error, retryInMs?: number): void {
   const msg = retryInMs === undefined ? 'database connection lost' : `database unreachable; retrying in ${retryInMs} ms`;
+  process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
+}
+
+function reportLockWait(error: Error): void {
+  const msg = `another process holds the SQLite write lock; writes wait for it up to ${LOCK_WAIT_MS / 1000} s, then answer 503`;
   process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
 }
 

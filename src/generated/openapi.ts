@@ -167,7 +167,8 @@ export interface paths {
         };
         /**
          * Readiness check
-         * @description Answers 200 when the store answers, 503 otherwise. Needs no token.
+         * @description Answers 200 when the store answers, 503 otherwise; after a write failed for lack of disk
+         *     space, 503 until a write succeeds again. Needs no token.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -525,7 +526,8 @@ export interface components {
             };
         };
         /**
-         * @description The store cannot be reached right now (say, a lost database connection), or the instance
+         * @description The store cannot be reached right now (say, a lost database connection; on SQLite, another
+         *     process holding the write lock for more than 5 seconds, or a full disk), or the instance
          *     is shutting down; retry after `Retry-After` seconds
          */
         ServiceUnavailable: {
@@ -990,7 +992,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
-            /** @description The store does not answer */
+            /** @description The store does not answer, or cannot write (say, its disk is full) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,16 +1,16 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
 import type { PostgresOptions } from './postgres.ts';
-import { SqliteStore } from './sqlite.ts';
+import { SqliteStore, type SqliteOptions } from './sqlite.ts';
 import type { PlantStore } from './types.ts';
 
 export class DatabaseUrlError extends Error {}
 
-export type StoreOptions = Partial<PostgresOptions>;
+export type StoreOptions = Partial<PostgresOptions> & SqliteOptions;
 
 const DEFAULT_POOL_SIZE = 10;
 
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
-  if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl));
+  if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl), { onLockWait: options.onLockWait });
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     // Loaded only here: a SQLite deployment never pays for the pg driver at boot.
     const { PostgresStore } = await import('./postgres.ts');

@@ -3,6 +3,11 @@
 // Throughput: writes that arrive in the same turn of the event loop share one transaction
 // (group commit), so many writes pay for one fsync. Each write runs in its own savepoint, so
 // one failing write does not take the others in its batch down with it.
+// Never blocking: the synchronous driver would freeze the whole event loop inside busy_timeout while
+// another process holds the write lock, so once open the connection has busy_timeout 0 and a batch that
+// finds the lock taken waits on timers (reads meanwhile go on: WAL readers need no lock), up to
+// LOCK_WAIT_MS per write, then fails as StoreUnavailableError (503). A full disk (or any I/O error) fails
+// the batch as StoreUnavailableError too, and ping() rejects until a write succeeds again.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -52,6 +57,21 @@ interface PendingWrite {
   work: () => unknown;
   resolve: (result: any) => void;
   reject: (error: unknown) => void;
+  /** performance.now() after which waiting for another process's lock gives up. */
+  deadline: number;
+}
+
+/** How long a write waits for a write lock another process holds (documented: README, openapi.yaml's 503). */
+export const LOCK_WAIT_MS = 5_000;
+/** Waits between tries for the lock: short at first (most holders commit within milliseconds), then capped. */
+const FIRST_RETRY_MS = 1;
+const MAX_RETRY_MS = 50;
+/** At boot, before the service listens, blocking on a lock freezes nothing: migrations may wait this long. */
+const BOOT_BUSY_TIMEOUT_MS = 5_000;
+
+export interface SqliteOptions {
+  /** Told when writes find the write lock held by another process, once per wait. */
+  onLockWait?: (error: Error) => void;
 }
 
 const DUE = "status = 'pending' AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)";
@@ -80,15 +100,21 @@ export class SqliteStore implements PlantStore {
   /** Statements prepared once per SQL text, all reading integers as BigInt. */
   readonly #prepared = new Map<string, StatementSync>();
   readonly #preparedTuples = new Map<string, StatementSync>();
+  readonly #options: SqliteOptions;
   #pending: PendingWrite[] = [];
-  #flushScheduled = false;
+  /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
+  #writer: Promise<void> | undefined;
+  #closed = false;
+  /** The storage fault (full disk, I/O error) that failed the last batch; cleared by the next commit. */
+  #writeFault: unknown;
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteOptions = {}) {
+    this.#options = options;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new DatabaseSync(path);
     // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
     this.#db.exec(`
-      PRAGMA busy_timeout = 5000;
+      PRAGMA busy_timeout = ${BOOT_BUSY_TIMEOUT_MS};
       PRAGMA journal_mode = WAL;
       PRAGMA synchronous = FULL;
     `);
@@ -98,6 +124,8 @@ export class SqliteStore implements PlantStore {
       this.#db.close();
       throw error;
     }
+    // From here on a lock is waited for on timers, never inside SQLite (see the top of this file).
+    this.#db.exec('PRAGMA busy_timeout = 0');
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
@@ -116,13 +144,14 @@ export class SqliteStore implements PlantStore {
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return [];
-    const rows =
-      tag === undefined ? this.#plantSql(SQL.pageAll).all(from, limit) : this.#plantSql(SQL.pageByTag).all(tag, from, limit);
+    const rows = await this.#read(() =>
+      tag === undefined ? this.#plantSql(SQL.pageAll).all(from, limit) : this.#plantSql(SQL.pageByTag).all(tag, from, limit),
+    );
     return (rows as unknown as PlantTuple[]).map(plantFromTuple);
   }
 
-  async getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.#selectPlant(id);
+  getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    return this.#read(() => this.#selectPlant(id));
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
@@ -147,7 +176,7 @@ export class SqliteStore implements PlantStore {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const row = this.#sql(SQL.selectTokenByHash).get(hash) as TokenRow<string> | undefined;
+    const row = (await this.#read(() => this.#sql(SQL.selectTokenByHash).get(hash))) as TokenRow<string> | undefined;
     return row && toToken(row, iso);
   }
 
@@ -164,7 +193,7 @@ export class SqliteStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = this.#sql(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all() as unknown as TokenRow<string>[];
+    const rows = (await this.#read(() => this.#sql(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`).all())) as unknown as TokenRow<string>[];
     return rows.map((row) => toToken(row, iso));
   }
 
@@ -195,7 +224,7 @@ export class SqliteStore implements PlantStore {
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = this.#sql(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all();
+    const rows = await this.#read(() => this.#sql(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`).all());
     return (rows as unknown as SubscriptionRow<string>[]).map((row) => toSubscription(row, iso));
   }
 
@@ -207,17 +236,21 @@ export class SqliteStore implements PlantStore {
   }
 
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
-    if (!this.#sql('SELECT 1 FROM webhook_subscriptions WHERE id = ?').get(subscriptionId)) return undefined;
-    const rows = this.#sql(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`,
-    ).all(subscriptionId, limit);
+    const rows = await this.#read(() => {
+      if (!this.#sql('SELECT 1 FROM webhook_subscriptions WHERE id = ?').get(subscriptionId)) return undefined;
+      return this.#sql(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT ?`).all(
+        subscriptionId,
+        limit,
+      );
+    });
+    if (!rows) return undefined;
     return (rows as unknown as DeliveryRow<string>[]).map((row) => toDelivery(row, iso));
   }
 
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
     // A plain read first: an idle dispatcher's polls must not cost a write transaction and an fsync each.
-    if (!this.#sql(`SELECT 1 FROM webhook_deliveries WHERE ${DUE} LIMIT 1`).get({ now: at })) return [];
+    if (!(await this.#read(() => this.#sql(`SELECT 1 FROM webhook_deliveries WHERE ${DUE} LIMIT 1`).get({ now: at })))) return [];
     return this.#write(() => {
       const claimed = this.#sql(
         `UPDATE webhook_deliveries SET claimed_until = :until WHERE id IN (
@@ -258,7 +291,7 @@ export class SqliteStore implements PlantStore {
   }
 
   async countPendingDeliveries(): Promise<number> {
-    const row = this.#sql("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'").get() as {
+    const row = (await this.#read(() => this.#sql("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'").get())) as {
       pending: bigint;
     };
     return Number(row.pending);
@@ -277,13 +310,22 @@ export class SqliteStore implements PlantStore {
 
   async ping(): Promise<void> {
     this.#sql('SELECT 1').get();
+    // After a full disk, ready again only once a write succeeds: a balancer sends no writes to find out.
+    if (this.#writeFault !== undefined) await this.#write(() => this.#probeWrite());
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    // Writes issued before close are settled first (committed, or failed after their wait for the lock).
+    await this.#writer;
     if (!this.#db.isOpen) return;
-    this.#flushWrites();
-    // Fold the WAL into the database file, so a clean stop leaves one self-contained file.
-    this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    // Fold the WAL into the database file, so a clean stop leaves one self-contained file. Best effort: with
+    // another process's lock held (busy_timeout 0 skips it) or the disk full the WAL stays, and is folded later.
+    try {
+      this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    } catch (error) {
+      if (!isBusy(error) && !isStorageFault(error)) throw error;
+    }
     this.#db.close();
   }
 
@@ -298,6 +340,12 @@ export class SqliteStore implements PlantStore {
     ) as TokenRow<string> | undefined;
     if (!row) throw new TokenNameTakenError(token.name);
     return toToken(row, iso);
+  }
+
+  /** A write that needs new space on disk (WAL frames) yet leaves nothing behind. */
+  #probeWrite(): void {
+    this.#sql("INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write probe', '')").run();
+    this.#sql('DELETE FROM schema_migrations WHERE version = -1').run();
   }
 
   #sql(text: string): StatementSync {
@@ -341,39 +389,90 @@ export class SqliteStore implements PlantStore {
     return { outcome: 'done', plant: write(current) };
   }
 
+  /** Runs a read; in the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), retries on timers. */
+  async #read<T>(query: () => T): Promise<T> {
+    const deadline = performance.now() + LOCK_WAIT_MS;
+    for (let delay = FIRST_RETRY_MS; ; delay = Math.min(delay * 2, MAX_RETRY_MS)) {
+      try {
+        return query();
+      } catch (error) {
+        if (isStorageFault(error)) throw new StoreUnavailableError(error);
+        if (!isBusy(error)) throw error;
+        if (performance.now() >= deadline) throw new StoreUnavailableError(error);
+      }
+      await sleep(delay);
+    }
+  }
+
   /** Queues the work for the next group commit; resolves with its result once it is on disk. */
   #write<T>(work: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, resolve, reject });
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
-        setImmediate(() => this.#flushWrites());
-      }
+      this.#pending.push({ work, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS });
+      this.#writer ??= this.#writeLoop();
     });
   }
 
-  #flushWrites(): void {
-    const batch = this.#pending;
-    this.#pending = [];
-    this.#flushScheduled = false;
-    if (batch.length === 0) return;
+  /**
+   * Commits queued writes batch after batch. A batch that finds the lock taken stays queued, in order, and
+   * writes that arrive meanwhile join it; each write gives up once its own deadline has passed.
+   */
+  async #writeLoop(): Promise<void> {
+    // The writes of this turn of the event loop (and of the turns it takes to get here) form one batch.
+    await new Promise(setImmediate);
+    let delay = FIRST_RETRY_MS;
+    let waiting = false;
+    while (this.#pending.length > 0) {
+      const batch = this.#pending;
+      this.#pending = [];
+      const busy = this.#commit(batch);
+      if (!busy) break;
+      if (!waiting) this.#options.onLockWait?.(busy as Error);
+      waiting = true;
+      const now = performance.now();
+      const stillWaiting = batch.filter((write) => write.deadline > now);
+      const failure = new StoreUnavailableError(busy);
+      for (const write of batch) if (write.deadline <= now) write.reject(failure);
+      // Writes issued while this batch waited follow it, so the order of writes is kept.
+      this.#pending = stillWaiting.concat(this.#pending);
+      if (this.#pending.length === 0) break;
+      await sleep(Math.max(FIRST_RETRY_MS, Math.min(delay, this.#pending[0]!.deadline - now)));
+      delay = Math.min(delay * 2, MAX_RETRY_MS);
+    }
+    this.#writer = undefined;
+  }
+
+  /** One transaction for the batch, settling each write; returns the SQLITE_BUSY error, the batch untouched, if the lock is taken. */
+  #commit(batch: PendingWrite[]): unknown {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
       for (const { work } of batch) outcomes.push(this.#inSavepoint(work));
       this.#db.exec('COMMIT');
     } catch (error) {
-      if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      // Another process holding the write lock past busy_timeout is a passing condition: 503, not 500.
-      const failure = isBusy(error) ? new StoreUnavailableError(error) : error;
+      this.#rollBack();
+      if (isBusy(error)) return error;
+      // A full disk or an I/O error is the storage's, not the writes': 503, and not ready until a write succeeds.
+      if (isStorageFault(error)) this.#writeFault = error;
+      const failure = isStorageFault(error) ? new StoreUnavailableError(error) : error;
       for (const { reject } of batch) reject(failure);
-      return;
+      return undefined;
     }
+    this.#writeFault = undefined;
     batch.forEach(({ resolve, reject }, index) => {
       const outcome = outcomes[index]!;
       if (outcome.ok) resolve(outcome.value);
       else reject(outcome.error);
     });
+    return undefined;
+  }
+
+  #rollBack(): void {
+    try {
+      if (this.#db.isOpen && this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    } catch {
+      // SQLite already rolled the transaction back (it does after some I/O errors); the batch fails either way.
+    }
   }
 
   #inSavepoint(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
@@ -384,6 +483,8 @@ export class SqliteStore implements PlantStore {
       this.#sql('RELEASE write').run();
       return { ok: true, value };
     } catch (error) {
+      // The storage failing is no single write's fault: the whole batch fails (SQLite may have rolled it all back).
+      if (isBusy(error) || isStorageFault(error)) throw error;
       this.#sql('ROLLBACK TO write').run();
       this.#sql('RELEASE write').run();
       return { ok: false, error };
@@ -398,9 +499,26 @@ function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
 }
 
 const SQLITE_BUSY = 5;
+const SQLITE_IOERR = 10;
+const SQLITE_FULL = 13;
+
+/** The primary result code of a node:sqlite error (its errcode is the extended one); 0 for other errors. */
+function resultCode(error: unknown): number {
+  return ((error as { errcode?: number })?.errcode ?? 0) & 0xff;
+}
 
 function isBusy(error: unknown): boolean {
-  return ((error as { errcode?: number })?.errcode ?? 0) % 256 === SQLITE_BUSY;
+  return resultCode(error) === SQLITE_BUSY;
+}
+
+/** A full disk (SQLITE_FULL) or an I/O error (SQLITE_IOERR_*, which is how some ENOSPC cases surface). */
+function isStorageFault(error: unknown): boolean {
+  const code = resultCode(error);
+  return code === SQLITE_FULL || code === SQLITE_IOERR;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Applies pending migrations in one immediate transaction, so two processes starting together serialize. */

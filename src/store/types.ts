@@ -159,7 +159,10 @@ export interface PlantStore {
   countPendingDeliveries(): Promise<number>;
   /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
-  /** Resolves when the store answers a trivial query; rejects otherwise. */
+  /**
+   * Resolves when the store answers a trivial query; rejects otherwise. A driver whose last write failed
+   * for its storage (a full disk) rejects until a write succeeds again, trying one itself if need be.
+   */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
