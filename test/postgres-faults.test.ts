@@ -223,4 +223,25 @@ t.test('PostgreSQL faults under a write load', options, async (t) => {
     checkAnswers(t, load);
     await checkAcknowledgedWrites(t, cluster, load);
   });
+
+  t.test('a database that neither answers nor refuses: readiness says so instead of hanging', async (t) => {
+    const { cluster, server } = await setUp(t);
+    const created = await fetch(`${server.url}/plants`, { method: 'POST', headers: HEADERS, body: '{"id":1,"name":"Monstera"}' });
+    t.equal(created.status, 200, 'a write before: the pool holds an open connection');
+    t.equal((await readiness(server)).status, 200, 'ready before');
+
+    cluster.freeze();
+    const frozen = await readiness(server);
+    t.equal(frozen.status, 503, '/readyz answers 503 while every PostgreSQL process is stopped');
+    t.same(frozen.problems, [], 'as documented');
+
+    cluster.thaw();
+    for (let ready = await readiness(server); ready.status !== 200; ready = await readiness(server)) {
+      if (ready.status !== 503 || ready.problems.length > 0) t.fail(`/readyz answered ${ready.status} before it was ready again`, ready);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const after = await fetch(`${server.url}/plants`, { method: 'POST', headers: HEADERS, body: '{"id":2,"name":"Pilea"}' });
+    t.equal(after.status, 200, 'writes succeed again once it answers');
+    t.equal(server.child.exitCode, null, 'the service process is still running');
+  });
 });

@@ -18,12 +18,16 @@ export interface PostgresCluster {
   readonly url: string;
   /** The postmaster's PID while it runs. */
   readonly pid: number | undefined;
-  /** Signals the postmaster (default SIGKILL); resolves once it and every backend it left have exited. */
+  /** Signals the postmaster (default SIGKILL) to end it; resolves once it and every backend it left have exited. For SIGSTOP, use freeze(). */
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** (Re)starts on the same port and data directory; resolves when it accepts connections. */
   start(): Promise<void>;
   /** Fast shutdown (SIGINT). */
   stop(): Promise<void>;
+  /** SIGSTOPs the postmaster and every backend: connections stay open and nothing answers (a hung server). */
+  freeze(): void;
+  /** SIGCONTs them all again. */
+  thaw(): void;
   /** Stops or kills whatever it started and removes the temporary directory. */
   destroy(): Promise<void>;
 }
@@ -163,6 +167,7 @@ class Cluster implements PostgresCluster {
     if (exited !== undefined) {
       setReferenced(this.#postmaster!, true);
       this.#postmaster!.kill(signal);
+      this.thaw(); // a frozen postmaster acts on the signal, and frozen backends notice its death, only once continued
       await exited;
     }
     await waitForNoProcesses(this.#dataDir);
@@ -170,6 +175,16 @@ class Cluster implements PostgresCluster {
 
   stop(): Promise<void> {
     return this.kill('SIGINT');
+  }
+
+  freeze(): void {
+    // The postmaster first, so that it forks no backend that would escape.
+    if (this.pid !== undefined) signal(this.pid, 'SIGSTOP');
+    for (const pid of processesIn(this.#dataDir)) signal(pid, 'SIGSTOP');
+  }
+
+  thaw(): void {
+    for (const pid of processesIn(this.#dataDir)) signal(pid, 'SIGCONT');
   }
 
   async destroy(): Promise<void> {
@@ -205,16 +220,16 @@ async function waitForNoProcesses(dataDir: string): Promise<void> {
   // /proc offers no event for the exit of a process that is not our child, so this one wait polls.
   const deadline = Date.now() + CHILDREN_GRACE_MS;
   for (let pids = processesIn(dataDir); pids.length > 0; pids = processesIn(dataDir)) {
-    if (Date.now() > deadline) {
-      for (const pid of pids) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Exited meanwhile.
-        }
-      }
-    }
+    if (Date.now() > deadline) for (const pid of pids) signal(pid, 'SIGKILL');
     await sleep(PROC_POLL_MS);
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Exited meanwhile.
   }
 }
 
