@@ -208,6 +208,10 @@ t.test('PostgreSQL faults under a write load', options, async (t) => {
     const down = await readiness(server);
     t.equal(down.status, 503, '/readyz answers 503 while the database is down');
     t.same(down.problems, [], 'as documented');
+    const metrics = await fetch(`${server.url}/metrics`);
+    const exposition = await metrics.text();
+    t.equal(metrics.status, 200, '/metrics still answers: monitoring matters most while the database is down');
+    t.match(exposition, /^store_operation_duration_seconds_count\{method="replacePlant",outcome="error"\} [1-9]/m, 'and shows the failing store calls');
 
     await cluster.start();
     // Recovery is the service's own doing: poll readiness as a load balancer would.
