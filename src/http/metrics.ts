@@ -42,7 +42,11 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     help: 'Webhook deliveries waiting to be sent or retried (the outbox queue depth)',
     registers: [registry],
     async collect() {
-      this.set(await pendingDeliveries());
+      try {
+        this.set(await pendingDeliveries());
+      } catch {
+        // The last known depth stays: /metrics must answer above all while the store does not.
+      }
     },
   });
 

@@ -79,6 +79,8 @@ const CREATE_PLANTS = `WITH input AS (
   SELECT id FROM created`;
 
 const INT8_OID = 20;
+/** How long /readyz waits for the database before saying it is not ready. */
+const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
 const MIGRATION_LOCK = 7_240_318_001;
 const FIRST_TOKEN_LOCK = 7_240_318_002;
@@ -107,9 +109,15 @@ export class PostgresStore implements PlantStore {
       max: options.poolSize,
       types: exactTypes,
       connectionTimeoutMillis: 5_000,
+      // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.
+      keepAlive: true,
     });
     // An idle connection that dies must be reported, never crash the process; the pool replaces it.
     pool.on('error', (error) => options.onConnectionError?.(error));
+    // pg-pool listens for errors on idle clients only: one that dies while checked out (inside a
+    // transaction, between two queries) would emit 'error' with no listener and end the process.
+    // The query it breaks fails (503), and the pool discards the client on release (not queryable).
+    pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
     try {
       await withStartupRetry(() => migrate(pool), options);
     } catch (error) {
@@ -375,8 +383,26 @@ export class PostgresStore implements PlantStore {
     return rowCount ?? 0;
   }
 
+  /** Answers within PING_TIMEOUT_MS or fails: a readiness check must not hang on a database that neither answers nor refuses. */
   async ping(): Promise<void> {
-    await this.#query('SELECT 1');
+    const ping = this.#track(async () => {
+      try {
+        // query_timeout also discards the connection that did not answer.
+        await this.#pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig); // per-query option the types omit
+      } catch (error) {
+        throw unavailableOr(error);
+      }
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      // Waiting for a connection has its own, longer bound (connectionTimeoutMillis).
+      timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${PING_TIMEOUT_MS} ms`))), PING_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([ping, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {
@@ -512,6 +538,10 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
   }
 }
 
+function ignoreCheckedOutError(): void {
+  // Reported where it matters: by the query it fails, or by the pool's 'error' event once idle.
+}
+
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 // SQLSTATE class 08 (connection exception), 57P0x (server shutting down), 53300 (too many
@@ -521,7 +551,7 @@ function isConnectionError(error: unknown): boolean {
   if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P0') || code === '53300' || CONNECTION_ERROR_CODES.has(code))) {
     return true;
   }
-  return /Connection terminated|timeout exceeded when trying to connect|connection error|Cannot use a pool after calling end/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|connection error|Query read timeout|Cannot use a pool after calling end/i.test(
     (error as Error)?.message ?? '',
   );
 }
