@@ -35,7 +35,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -95,7 +98,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -118,7 +124,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -400,6 +409,9 @@ export interface components {
             headers: {
                 /** @description Present for malformed credentials */
                 "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -425,12 +437,9 @@ export interface components {
             headers: {
                 /** @description Seconds until a retry may succeed */
                 "Retry-After"?: number;
-                /** @description Requests allowed per window */
-                "X-RateLimit-Limit"?: number;
-                /** @description Requests left in the window */
-                "X-RateLimit-Remaining"?: number;
-                /** @description Seconds until the window resets */
-                "X-RateLimit-Reset"?: number;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -451,6 +460,9 @@ export interface components {
         /** @description There is no subscription with this id */
         WebhookNotFound: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -460,6 +472,9 @@ export interface components {
         /** @description There is no plant with this id */
         NotFound: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -470,6 +485,9 @@ export interface components {
         PreconditionFailed: {
             headers: {
                 ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -479,6 +497,9 @@ export interface components {
         /** @description The request body is larger than 64 KiB */
         PayloadTooLarge: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -488,6 +509,9 @@ export interface components {
         /** @description The request body is not `application/json` in UTF-8 (a body sent to an operation that takes none is still read) */
         UnsupportedMediaType: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -497,6 +521,9 @@ export interface components {
         /** @description The service failed; the message never carries internal details */
         InternalError: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -522,6 +549,9 @@ export interface components {
             headers: {
                 /** @description Seconds to wait before retrying */
                 "Retry-After"?: number;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -539,7 +569,10 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example 1
+         */
         WebhookId: bigint;
         /** @description The message id, the same on every retry of this delivery */
         WebhookIdHeader: string;
@@ -556,6 +589,12 @@ export interface components {
     headers: {
         /** @description Strong validator of the plant's current content */
         ETag: string;
+        /** @description Requests this token may make per minute (sent only when the operator set `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Limit": number;
+        /** @description Requests this token has left in the current minute (with `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Remaining": number;
+        /** @description Seconds until this token's budget is renewed (with `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Reset": number;
     };
     pathItems: never;
 }
@@ -582,6 +621,9 @@ export interface operations {
                 headers: {
                     /** @description `<URL of the next page>; rel="next"`, present only when more plants follow */
                     Link?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -620,6 +662,9 @@ export interface operations {
             /** @description The plant, as stored */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -638,6 +683,9 @@ export interface operations {
             /** @description A plant with this `id` already exists with different content */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -659,7 +707,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -670,6 +721,9 @@ export interface operations {
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -680,6 +734,9 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -701,7 +758,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -723,6 +783,9 @@ export interface operations {
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -749,7 +812,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -759,6 +825,9 @@ export interface operations {
             /** @description The plant was deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -787,6 +856,9 @@ export interface operations {
             /** @description The subscriptions */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -825,6 +897,9 @@ export interface operations {
             /** @description The subscription, with its signing secret */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -846,7 +921,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -856,6 +934,9 @@ export interface operations {
             /** @description The subscription was removed */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -879,7 +960,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -889,6 +973,9 @@ export interface operations {
             /** @description The deliveries */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
