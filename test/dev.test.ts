@@ -36,9 +36,15 @@ t.test('npm run dev regenerates the types and restarts on changes to openapi.yam
   dev.stdout.setEncoding('utf8').on('data', (chunk: string) => ((output += chunk), notify()));
   dev.stderr.setEncoding('utf8').on('data', (chunk: string) => ((output += chunk), notify()));
   const exit = new Promise<number | null>((resolve) => dev.on('close', (code) => ((exited = true), notify(), resolve(code))));
-  t.teardown(() => {
+  const killAll = () => {
     if (!exited) process.kill(-dev.pid!, 'SIGKILL');
-  });
+  };
+  t.teardown(killAll);
+  // tap's own timeout (120 s) ends this process without teardowns, which would leave a watcher and
+  // a server running: give up a little before it, so a dev script that never restarts fails here
+  // ("exited before ...") with everything it started killed.
+  const giveUp = setTimeout(killAll, 100_000);
+  t.teardown(() => clearTimeout(giveUp));
 
   /** The `count`-th match of the pattern in the output, as soon as it has appeared. */
   const nth = (pattern: RegExp, count: number) =>
