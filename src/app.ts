@@ -19,7 +19,7 @@ import { registerRateLimit } from './http/rate-limit.ts';
 import { requestIdFor, returnRequestIds } from './http/request-id.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
-import { readSpecification, SPEC_PATH } from './spec-path.ts';
+import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
 import { StoreUnavailableError, type PlantStore } from './store/types.ts';
 import { createTokenVerifier } from './tokens/verifier.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
@@ -79,7 +79,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
     ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks }),
     ...createHealthHandlers({ ping: () => store.ping() }),
-    ...createDocsHandlers(app),
+    ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(metrics),
   };
   await app.register(openapiGlue, {

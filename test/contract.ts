@@ -1,5 +1,6 @@
 // Checks a response against openapi.yaml: the status must be documented for the operation, the
-// content type must be one it declares, and the body must match that response's schema.
+// headers the contract speaks of must be documented on that response, the content type must be
+// one it declares, and the body must match that response's schema.
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -39,6 +40,10 @@ export function contractProblems(method: string, url: string, response: Response
   const key = status in responses ? status : 'default';
   const at = found ? `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${key}` : `#/x-transport-responses/${key}`;
   const [documented, pointer] = resolveResponse(responses[key], at);
+  const headerProblems = undocumentedHeaders(documented, response.headers).map(
+    (name) => `${method} ${path} ${status} sent the header ${name}, which openapi.yaml does not document on this response`,
+  );
+  if (headerProblems.length > 0) return headerProblems;
   const content: Json | undefined = documented.content;
   if (!content) return response.body === '' ? [] : [`${method} ${path} ${status} must have no body`];
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
@@ -49,6 +54,15 @@ export function contractProblems(method: string, url: string, response: Response
   if (!validate) return [`no schema at ${pointer}`];
   if (validate(body)) return [];
   return (validate.errors ?? []).map((error) => `${method} ${path} ${status} body${error.instancePath} ${error.message}`);
+}
+
+// The headers whose presence is part of the contract. Transport headers (Date, Content-Length,
+// Connection) and X-Request-Id, which every answer carries (see info.description), are not listed.
+const CONTRACT_HEADERS = ['etag', 'link', 'retry-after', 'www-authenticate', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+
+function undocumentedHeaders(documented: Json, headers: Record<string, unknown>): string[] {
+  const declared = new Set(Object.keys(documented.headers ?? {}).map((name) => name.toLowerCase()));
+  return CONTRACT_HEADERS.filter((name) => headers[name] !== undefined && !declared.has(name));
 }
 
 function findOperation(method: string, url: string): { path: string; operation: Json } | undefined {

@@ -845,7 +845,8 @@ function conditionProblems(model: Plants, request: FuzzRequest, operationId: str
   if (stored === undefined || (status !== 412 && (status < 200 || status >= 300))) return [];
   const header = request.headers['if-match'];
   if (typeof header !== 'string') return status === 412 ? [`${request.method} ${request.url} answered 412 without If-Match`] : [];
-  const tags = header.trim() === '*' ? '*' : header.split(',').map((tag) => tag.trim());
+  // A #entity-tag list (RFC 9110 §5.6.1): empty elements do not count, so "" and "," name no tag.
+  const tags = header.trim() === '*' ? '*' : header.split(',').map((tag) => tag.trim()).filter((tag) => tag !== '');
   if (tags !== '*' && tags.some((tag) => !ENTITY_TAG.test(tag))) return [`${request.method} ${request.url} answered ${status} to the malformed If-Match ${JSON.stringify(header)}`];
   const etag = plantEtag({ id: id!, ...stored });
   const matches = tags === '*' || tags.includes(etag);

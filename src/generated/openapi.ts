@@ -35,7 +35,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -95,7 +98,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -118,7 +124,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -403,6 +412,9 @@ export interface components {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Present for malformed credentials */
                 "WWW-Authenticate"?: string;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -430,12 +442,9 @@ export interface components {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds until a retry may succeed */
                 "Retry-After"?: number;
-                /** @description Requests allowed per window */
-                "X-RateLimit-Limit"?: number;
-                /** @description Requests left in the window */
-                "X-RateLimit-Remaining"?: number;
-                /** @description Seconds until the window resets */
-                "X-RateLimit-Reset"?: number;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -458,6 +467,9 @@ export interface components {
         WebhookNotFound: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -468,6 +480,9 @@ export interface components {
         NotFound: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -478,6 +493,9 @@ export interface components {
         PreconditionFailed: {
             headers: {
                 ETag: components["headers"]["ETag"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -488,6 +506,9 @@ export interface components {
         PayloadTooLarge: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -498,6 +519,9 @@ export interface components {
         UnsupportedMediaType: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -507,6 +531,9 @@ export interface components {
         /** @description The service failed; the message never carries internal details */
         InternalError: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -535,6 +562,9 @@ export interface components {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds to wait before retrying */
                 "Retry-After"?: number;
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -572,7 +602,10 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The subscription's id */
+        /**
+         * @description The subscription's id
+         * @example 1
+         */
         WebhookId: bigint;
         /** @description The message id, the same on every retry of this delivery */
         WebhookIdHeader: string;
@@ -595,6 +628,12 @@ export interface components {
          *     shutting down
          */
         ConnectionClose: "close" | "keep-alive";
+        /** @description Requests this token may make per minute (sent only when the operator set `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Limit": number;
+        /** @description Requests this token has left in the current minute (with `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Remaining": number;
+        /** @description Seconds until this token's budget is renewed (with `RATE_LIMIT_PER_MINUTE`) */
+        "X-RateLimit-Reset": number;
     };
     pathItems: never;
 }
@@ -621,6 +660,9 @@ export interface operations {
                 headers: {
                     /** @description `<URL of the next page>; rel="next"`, present only when more plants follow */
                     Link?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -661,6 +703,9 @@ export interface operations {
             /** @description The plant, as stored */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -680,6 +725,9 @@ export interface operations {
             /** @description A plant with this `id` already exists with different content */
             409: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -702,7 +750,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -713,6 +764,9 @@ export interface operations {
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -723,6 +777,9 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -746,7 +803,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -768,6 +828,9 @@ export interface operations {
             200: {
                 headers: {
                     ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -796,7 +859,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description The plant's id, any 64-bit signed integer */
+                /**
+                 * @description The plant's id, any 64-bit signed integer
+                 * @example 1
+                 */
                 id: bigint;
             };
             cookie?: never;
@@ -806,6 +872,9 @@ export interface operations {
             /** @description The plant was deleted */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -836,6 +905,9 @@ export interface operations {
             /** @description The subscriptions */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -876,6 +948,9 @@ export interface operations {
             /** @description The subscription, with its signing secret */
             201: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -899,7 +974,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -909,6 +987,9 @@ export interface operations {
             /** @description The subscription was removed */
             204: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -934,7 +1015,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The subscription's id */
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
                 webhookId: components["parameters"]["WebhookId"];
             };
             cookie?: never;
@@ -944,6 +1028,9 @@ export interface operations {
             /** @description The deliveries */
             200: {
                 headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -9,16 +9,23 @@ interface EntityTag {
   opaque: string;
 }
 
-/** `*`, or the entity tags of the header; throws a 400 naming the header when it is malformed. */
+/**
+ * `*`, or the entity tags of the header; throws a 400 naming the header when it is malformed.
+ * The field is a `#entity-tag` list (RFC 9110 §13.1.1-2), so empty elements are ignored
+ * (§5.6.1) and an empty value is an empty list: it names no tag.
+ */
 function parseEntityTags(name: string, header: string): '*' | EntityTag[] {
   if (header.trim() === '*') return '*';
-  return header.split(',').map((part) => {
-    const tag = part.trim();
-    if (!ENTITY_TAG.test(tag)) {
-      throw new HttpError(400, `The ${name} header must be "*" or a comma-separated list of quoted ETags.`);
-    }
-    return { weak: tag.startsWith('W/'), opaque: tag.replace(/^W\//, '') };
-  });
+  return header
+    .split(',')
+    .map((part) => part.trim())
+    .filter((tag) => tag !== '')
+    .map((tag) => {
+      if (!ENTITY_TAG.test(tag)) {
+        throw new HttpError(400, `The ${name} header must be "*" or a comma-separated list of quoted ETags.`);
+      }
+      return { weak: tag.startsWith('W/'), opaque: tag.replace(/^W\//, '') };
+    });
 }
 
 /** undefined without an If-Match header; otherwise a test of the current strong ETag. */

@@ -1,4 +1,4 @@
-// The contract itself, served as written (static mode), and Swagger UI to browse and try it.
+// The contract itself, served as written, and Swagger UI (static mode) to browse and try it.
 import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -14,20 +14,27 @@ export async function registerDocs(app: FastifyInstance, document: object): Prom
   });
 }
 
-export function createDocsHandlers(app: FastifyInstance): {
+/** The contract as written (YAML, byte for byte) and as JSON, from the text `readText` gives. */
+export function createDocsHandlers(readText: () => string): {
   getOpenApiJson: OperationHandler<'getOpenApiJson'>;
   getOpenApiYaml: OperationHandler<'getOpenApiYaml'>;
 } {
   let json: string | undefined;
-  let yaml: string | undefined;
   return {
     async getOpenApiJson(_request, reply) {
-      json ??= JSON.stringify(app.swagger());
+      json ??= await yamlToJson(readText());
       return reply.type('application/json').send(json);
     },
     async getOpenApiYaml(_request, reply) {
-      yaml ??= app.swagger({ yaml: true });
-      return reply.type('application/yaml').send(yaml);
+      return reply.type('application/yaml').send(readText());
     },
   };
+}
+
+// The `yaml` package, loaded on the first request rather than at every start: unlike js-yaml it
+// reads integers as BigInt, so an int64 example above 2^53 keeps every digit in the JSON.
+async function yamlToJson(text: string): Promise<string> {
+  const { parse } = await import('yaml');
+  const document: unknown = parse(text, { intAsBigInt: true });
+  return JSON.stringify(document, (_key, value: unknown) => (typeof value === 'bigint' ? JSON.rawJSON(String(value)) : value));
 }

@@ -47,9 +47,10 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const plant = await store.getPlant(request.params.id);
       if (!plant) throw notFound(request.params.id);
       const etag = plantEtag(plant);
+      // Read the condition before setting the ETag: a malformed one is a 400, which carries none.
+      const fresh = ifNoneMatchHits(request.headers['if-none-match'], etag);
       reply.header('etag', etag);
-      if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      return toStoredPlant(plant);
+      return fresh ? reply.code(304).send() : toStoredPlant(plant);
     },
 
     async replacePlant(request, reply) {

@@ -1,0 +1,54 @@
+// npm run dev: the server, restarted on every change to src/ or openapi.yaml, with the types
+// regenerated from openapi.yaml before the restart.
+// Node's watch mode watches src/ only; a change to openapi.yaml reaches it through the types this
+// script writes into src/generated/, so the server never restarts ahead of the regeneration.
+// A spec that does not generate leaves the running server as it was, and says why.
+import { spawn } from 'node:child_process';
+import { watch } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { renderTypes, SPEC_URL, TYPES_URL } from './generate.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+async function regenerate(): Promise<void> {
+  try {
+    const types = await renderTypes();
+    // Said before the write that restarts the server, so the two lines come in this order.
+    console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
+    await writeFile(TYPES_URL, types);
+  } catch (error) {
+    console.error(`dev: openapi.yaml does not generate types, so the server keeps running on the previous version: ${(error as Error).message}`);
+  }
+}
+
+// One regeneration at a time; changes made during one are picked up by one more.
+let regenerating: Promise<void> | undefined;
+let changedAgain = false;
+function onSpecChange(): void {
+  if (regenerating) {
+    changedAgain = true;
+    return;
+  }
+  regenerating = (async () => {
+    do {
+      changedAgain = false;
+      await regenerate();
+    } while (changedAgain);
+  })().finally(() => (regenerating = undefined));
+}
+
+await writeFile(TYPES_URL, await renderTypes());
+// The folder, not the file: editors that save by renaming a new file over the old one would
+// leave a watch on the file itself looking at the replaced copy.
+const specName = fileURLToPath(SPEC_URL).slice(ROOT.length);
+const specWatcher = watch(ROOT, (_event, filename) => {
+  if (filename === specName) onSpecChange();
+});
+
+const server = spawn(process.execPath, ['--watch-path=src', '--watch-preserve-output', 'src/entry.js'], { cwd: ROOT, stdio: 'inherit' });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => server.kill(signal));
+server.on('exit', (code, signal) => {
+  specWatcher.close();
+  process.exitCode = code ?? (signal ? 1 : 0);
+});
