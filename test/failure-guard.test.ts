@@ -87,16 +87,28 @@ t.test('the guard: paced turns, bounded memory, the busiest offenders kept', asy
   t.same([1, 2, 3].map(() => limiter.recordFailure(OFFENDER)), [undefined, undefined, undefined], 'up to the limit, 401s');
   t.equal(limiter.recordFailure(OFFENDER), 60, 'past it, 429 with the rest of the window');
   const record = limiter.recordOf(OFFENDER)!;
+  const turns = ['a', 'b', 'c', 'd'].map((name) => record.take(key(name)));
   t.same(
-    ['a', 'b', 'c', 'd'].map((name) => record.turnFor(key(name))),
+    turns.map((turn) => turn.waitMs),
     [0, 20_000, 40_000, 60_000],
     'new tokens from a blocked address take turns, one every window / max, however many arrive at once',
   );
   record.remember('known');
-  t.equal(record.turnFor(key('known')), 0, 'a token that authenticated from the address waits no turn');
+  t.equal(record.take(key('known')).waitMs, 0, 'a token that authenticated from the address waits no turn');
+  for (const turn of turns) turn.done();
   now += 60_000;
-  t.equal(record.turnFor(key('e')), 0, 'once the window ends, the address is no longer blocked');
+  t.equal(record.take(key('e')).waitMs, 0, 'once the window ends, the address is no longer blocked');
   t.equal(limiter.recordFailure(OFFENDER), undefined, 'and starts a new window');
+
+  // Below the limit, attempts still being checked count: a burst sent at once is paced too.
+  const burst = createFailureLimiter({ max: 3, windowMs: 60_000, now: () => now });
+  burst.recordFailure('burst');
+  const burstRecord = burst.recordOf('burst')!;
+  t.same(
+    ['a', 'b', 'c', 'd'].map((name) => burstRecord.take(key(name)).waitMs),
+    [0, 0, 0, 20_000],
+    'one failure and two attempts in flight reach the limit of 3: the next waits a turn',
+  );
 
   // A flood of addresses failing once each: the oldest are forgotten, the offender is not.
   const busiest = '192.0.2.66';

@@ -59,7 +59,8 @@ export async function createBearerAuth(
     // One map lookup, as cheap as before; undefined unless this address has sent wrong tokens.
     const record = options.failures.recordOf(request.ip);
     const token = record && bearerToken(request);
-    if (token) await waitTurn(record!.turnFor(() => keyOfToken(token)));
+    const turn = token === undefined ? undefined : record!.take(() => keyOfToken(token));
+    if (turn) await waitTurn(turn.waitMs);
     try {
       await authenticate(request, reply);
     } catch (error) {
@@ -69,6 +70,8 @@ export async function createBearerAuth(
         if (retryAfter !== undefined) throw tooManyFailures(retryAfter);
       }
       throw error;
+    } finally {
+      turn?.done();
     }
     if (token) record!.remember(request.principal!.key);
     const missing = missingScopes(request.principal!.scopes, scopes);

@@ -7,13 +7,15 @@
 // address, as this guard once did, let one client lock out everyone behind the same balancer.
 // So a blocked address's tokens are still checked, and a right one is served, but a token that has
 // not authenticated from that address before waits its turn: turns come one every window/max
-// (600 ms at 100 a minute), one queue per address. A guesser's tokens are all new, so it gets at
-// most about 2 x max guesses per window (max before the block, max turns during it), however many
-// requests it sends at once, and a right token answers no sooner than a wrong one, so waiting
-// tells it nothing. A client whose token authenticated from the address before it was blocked,
-// or during its block once, skips the queue. What remains: a client that first shows up from a
-// blocked address shared with the guesser (a balancer without TRUST_PROXY) waits behind the
-// guesser's queued attempts; it is never refused.
+// (600 ms at 100 a minute), one queue per address, and attempts still being checked count toward
+// the limit. A guesser's tokens are all new, so it gets at most about 2 x max guesses per window
+// (max before the block, max turns during it) however many requests it sends at once (only the
+// very first burst from an address never seen failing is checked before anything is counted),
+// and a right token answers no sooner than a wrong one, so waiting tells it nothing. A client
+// whose token authenticated from the address while the guard knew it skips the queue. What
+// remains: a client that first shows up from a blocked address shared with the guesser (a
+// balancer without TRUST_PROXY) waits behind the guesser's queued attempts; it is never refused.
+// Only wrong bearer tokens count: a request without a token guesses nothing.
 //
 // Memory is bounded without forgetting the worst offenders: addresses below the limit are
 // forgotten least-recently-failed first, and a flood of them never touches a blocked address;
@@ -27,11 +29,18 @@ export interface FailureLimiter {
 
 /** Tokens are named by a key derived from them (the Principal key), never kept themselves. */
 export interface AddressRecord {
-  /** Milliseconds the token must wait before it is checked: 0 unless blocked and new here. */
-  turnFor(tokenKey: () => string): number;
+  /** Before a token is checked: how long it waits. Call done() once it is checked. */
+  take(tokenKey: () => string): Turn;
   /** The token authenticated from this address: it skips the queue from now on. */
   remember(tokenKey: string): void;
 }
+
+export interface Turn {
+  waitMs: number;
+  done(): void;
+}
+
+const FREE: Turn = { waitMs: 0, done: () => undefined };
 
 export const SUSPECTS_LIMIT = 10_000;
 export const OFFENDERS_LIMIT = 10_000;
@@ -54,6 +63,7 @@ export function createFailureLimiter({ max, windowMs, now = Date.now }: Options)
     failures = 0;
     resetAt = 0;
     nextTurnAt = 0;
+    inFlight = 0;
     readonly known: string[] = [];
 
     blocked(at: number): boolean {
@@ -61,14 +71,28 @@ export function createFailureLimiter({ max, windowMs, now = Date.now }: Options)
     }
     /** Still worth keeping: inside its window, or with attempts queued. */
     live(at: number): boolean {
-      return this.resetAt > at || this.nextTurnAt > at;
+      return this.resetAt > at || this.nextTurnAt > at || this.inFlight > 0;
     }
-    turnFor(tokenKey: () => string): number {
+    take(tokenKey: () => string): Turn {
       const at = now();
-      if (!this.blocked(at) || this.known.includes(tokenKey())) return 0;
-      const turn = Math.max(at, this.nextTurnAt);
-      this.nextTurnAt = turn + spacingMs;
-      return turn - at;
+      // Attempts still being checked count too, or a burst sent at once would all go unpaced.
+      const crowded = (this.resetAt > at ? this.failures : 0) + this.inFlight >= max;
+      if (crowded && this.known.includes(tokenKey())) return FREE;
+      let waitMs = 0;
+      if (crowded) {
+        const turn = Math.max(at, this.nextTurnAt);
+        this.nextTurnAt = turn + spacingMs;
+        waitMs = turn - at;
+      }
+      this.inFlight++;
+      let settled = false;
+      return {
+        waitMs,
+        done: () => {
+          if (!settled) this.inFlight--;
+          settled = true;
+        },
+      };
     }
     remember(tokenKey: string): void {
       if (this.known.includes(tokenKey)) return;
