@@ -32,7 +32,7 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
+    'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
   >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
@@ -94,6 +94,9 @@ function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.Wri
   return {
     logger: loggerOptions(config.logLevel, logStream),
     genReqId: requestIdFor,
+    // request.ip, the address in logs and in the failed-authentication guard, is then the
+    // client's as the trusted proxies report it in X-Forwarded-For.
+    trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     frameworkErrors: frameworkErrorHandler,
@@ -106,6 +109,14 @@ function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.Wri
     // Node checks these limits every connectionsCheckingInterval: check often enough to honour them.
     http: { headersTimeout: config.timeouts.headersMs, connectionsCheckingInterval: 1_000, ...TRANSPORT_SERVER_OPTIONS },
   };
+}
+
+// Fastify 5.12.1 made a numeric trustProxy trust nothing (a hop count cannot tell the proxy from
+// a direct client, GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps its proxy-addr meaning, the n
+// nearest hops, for deployments that only the proxies can reach, as README says.
+function trustProxyOption(trustProxy: AppDependencies['config']['trustProxy']): NonNullable<FastifyHttpOptions<Server>['trustProxy']> {
+  if (typeof trustProxy !== 'number') return trustProxy;
+  return (_address: string, hop: number) => hop < trustProxy;
 }
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */

@@ -1,4 +1,5 @@
 // Environment -> typed, validated configuration. Fails at boot with a message naming the variable.
+import { isIP } from 'node:net';
 import { envSchema } from 'env-schema';
 import { parseDuration } from './duration.ts';
 
@@ -16,6 +17,8 @@ export interface Config {
   redisUrl?: string;
   /** Failed authentications per minute per address before 429; 0: no limit. */
   authFailuresPerMinute: number;
+  /** Fastify's trustProxy: which peers' X-Forwarded-For to believe for the client address. */
+  trustProxy: boolean | number | string[];
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
 }
@@ -50,6 +53,7 @@ interface RawEnv {
   RATE_LIMIT_PER_MINUTE?: number;
   REDIS_URL?: string;
   AUTH_FAILURES_PER_MINUTE: number;
+  TRUST_PROXY: string;
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
@@ -76,6 +80,7 @@ const schema = {
     RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
+    TRUST_PROXY: { type: 'string', default: 'false' },
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
@@ -105,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
+    trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     webhooks: {
       allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
@@ -146,6 +152,30 @@ function parseTokenList(list: string): string[] {
     );
   }
   return tokens;
+}
+
+// proxy-addr (behind Fastify's trustProxy) also knows these names for the private ranges.
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function parseTrustProxy(text: string): Config['trustProxy'] {
+  const value = text.trim();
+  if (/^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (!entries.every((entry) => NAMED_RANGES.has(entry) || isAddressOrCidr(entry))) {
+    throw new ConfigError(
+      'Invalid configuration: TRUST_PROXY takes false, true, a hop count, or comma-separated proxy addresses and CIDRs (e.g. 10.0.0.0/8,loopback)',
+    );
+  }
+  return entries;
+}
+
+// Strict dotted quads and IPv6 (node:net), not the '10.1' shorthands ipaddr.js also accepts.
+function isAddressOrCidr(entry: string): boolean {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
 }
 
 // env-schema reports "env/PORT must be <= 65535"; the variable name is what an operator needs.

@@ -20,6 +20,7 @@ t.test('defaults when nothing is set', async (t) => {
     apiTokens: [],
     logLevel: 'info',
     authFailuresPerMinute: 100,
+    trustProxy: false,
     webhooks: {
       allowPrivateNetworks: false,
       retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
@@ -43,6 +44,7 @@ t.test('each variable is read', async (t) => {
       RATE_LIMIT_PER_MINUTE: '600',
       REDIS_URL: 'redis://127.0.0.1:6379',
       AUTH_FAILURES_PER_MINUTE: '0',
+      TRUST_PROXY: '10.0.0.0/8',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m',
       WEBHOOK_TIMEOUT: '3s',
@@ -62,6 +64,7 @@ t.test('each variable is read', async (t) => {
       rateLimitPerMinute: 600,
       redisUrl: 'redis://127.0.0.1:6379',
       authFailuresPerMinute: 0,
+      trustProxy: ['10.0.0.0/8'],
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
       timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownMs: 30_000 },
     },
@@ -127,4 +130,25 @@ t.test('a refused API_TOKENS value is not echoed', async (t) => {
   const { message } = configError({ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,sh0rtT0k' });
   t.notOk(message.includes('token-aaaaaaaaaaaaaaaa'), 'the valid token is not in the message');
   t.notOk(message.includes('sh0rtT0k'), 'nor the short one');
+});
+
+t.test('TRUST_PROXY: false, true, a hop count, or addresses and CIDRs, as Fastify trustProxy takes them', async (t) => {
+  const cases: [string, boolean | number | string[]][] = [
+    ['false', false],
+    ['FALSE', false],
+    ['true', true],
+    ['True', true],
+    ['1', 1],
+    ['2', 2],
+    ['10.0.0.1', ['10.0.0.1']],
+    [' 10.0.0.0/8 , 192.168.1.7,fd00::/8, loopback ', ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', 'loopback']],
+    ['::1,uniquelocal,linklocal', ['::1', 'uniquelocal', 'linklocal']],
+  ];
+  for (const [value, expected] of cases) t.same(loadConfig({ TRUST_PROXY: value }).trustProxy, expected, `TRUST_PROXY=${value}`);
+  t.equal(loadConfig({ TRUST_PROXY: '' }).trustProxy, false, 'empty is the default, false');
+  for (const value of ['yes', '-1', '1.5', '10.0.0.0/33', '10.0.0.256', 'proxy.internal', '10.0.0.1,,', '10.0.0.1;10.0.0.2']) {
+    const { message } = configError({ TRUST_PROXY: value });
+    t.match(message, /^Invalid configuration: TRUST_PROXY takes /, `TRUST_PROXY=${value}: ${message}`);
+    t.notMatch(message, /\n/, 'one line');
+  }
 });

@@ -53,6 +53,7 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
       apiTokens: [TOKEN],
       logLevel: 'silent',
       authFailuresPerMinute: 100,
+      trustProxy: false,
       ...options,
       webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
       timeouts: options.timeouts ?? loadConfig({}).timeouts,

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import t, { type Test } from 'tap';
 import { parseJson } from '../src/http/json.ts';
+import { isPublicAddress } from '../src/webhooks/targets.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { typedClient } from './client.ts';
@@ -500,6 +501,53 @@ t.test('POST /webhooks refuses targets on loopback, private, link-local or unres
 
   const publicTarget = await api(t, app, { method: 'POST', url: '/webhooks', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"url":"http://8.8.8.8/x"}' });
   t.equal(publicTarget.statusCode, 201, 'a public address is accepted');
+});
+
+t.test('an IPv6 address that embeds an IPv4 address is judged by the IPv4 address', async (t) => {
+  const { app } = await build(t);
+  // Each embeds a loopback, private or link-local IPv4 address; every IPv6 literal is one the URL
+  // parser keeps or rewrites (http://[::127.0.0.1]/ becomes http://[::7f00:1]/).
+  const refused = {
+    'IPv4-compatible ::127.0.0.1': 'http://[::127.0.0.1]/x',
+    'IPv4-compatible ::7f00:1': 'http://[::7f00:1]/x',
+    'IPv4-compatible ::a9fe:a9fe (metadata)': 'http://[::a9fe:a9fe]/x',
+    'IPv4-mapped ::ffff:10.0.0.1': 'http://[::ffff:10.0.0.1]/x',
+    'IPv4-translated ::ffff:0:127.0.0.1': 'http://[::ffff:0:127.0.0.1]/x',
+    'NAT64 64:ff9b::127.0.0.1': 'http://[64:ff9b::127.0.0.1]/x',
+    'NAT64 64:ff9b::169.254.169.254': 'http://[64:ff9b::a9fe:a9fe]/x',
+    'local NAT64 64:ff9b:1::/96 with 10.0.0.1': 'http://[64:ff9b:1::a00:1]/x',
+    'local NAT64 64:ff9b:1::/48 with 192.168.0.1': 'http://[64:ff9b:1:c0a8:0:100::]/x',
+    '6to4 2002:7f00:1::': 'http://[2002:7f00:1::1]/x',
+    '6to4 2002:c0a8:101::': 'http://[2002:c0a8:101::1]/x',
+    'Teredo, client 127.0.0.1': 'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x',
+    'Teredo, server 10.0.0.1': 'http://[2001:0:a00:1:8000:63bf:f7f7:f7f7]/x',
+  };
+  for (const [name, url] of Object.entries(refused)) {
+    t.notOk(isPublicAddress(new URL(url).hostname.slice(1, -1)), `${name} is not public`);
+    const response = await api(t, app, { method: 'POST', url: '/webhooks', headers: { ...AUTH, ...JSON_TYPE }, payload: JSON.stringify({ url }) });
+    t.equal(response.statusCode, 400, `${name}: ${url} is refused`);
+  }
+  // Judged by what they embed, the same forms with a public IPv4 address (8.8.8.8) are public.
+  for (const address of ['::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2001:0:808:808:8000:63bf:f7f7:f7f7', '2606:4700::1111']) {
+    t.ok(isPublicAddress(address), `${address} is public`);
+  }
+  const nat64 = await api(t, app, { method: 'POST', url: '/webhooks', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"url":"http://[64:ff9b::808:808]/x"}' });
+  t.equal(nat64.statusCode, 201, 'NAT64 of a public address is accepted');
+});
+
+t.test('at delivery, an IPv4-compatible IPv6 literal is judged by its IPv4 address: refused, nothing sent', async (t) => {
+  const hook = await receiver(t);
+  const first = await build(t, PRIVATE_OK);
+  await first.app.ready();
+  const compatible = await subscribe(t, first.app, `http://[::127.0.0.1]:${hook.port}/hook`);
+  await first.app.close();
+
+  const { app } = await build(t, { webhooks: { retryScheduleMs: [] } }, { store: first.store });
+  await app.ready();
+  await createPlant(t, app, '{"id":1,"name":"Fern"}');
+  const delivery = await onlyDelivery(t, app, compatible.id, 'failed');
+  t.match(delivery, { attempts: 1n, lastError: /^refused: ::7f00:1 is a loopback, private, link-local or reserved address$/ });
+  t.equal(hook.requests.length, 0, 'the receiver got nothing');
 });
 
 t.test('the target is checked again at delivery: a private one is refused, nothing is sent', async (t) => {

@@ -1,13 +1,14 @@
 // The `bearerAuth` security handler named in openapi.yaml. It receives the scopes the operation's
 // security requirement lists, so what each operation needs is written once, in the contract.
 // @fastify/bearer-auth parses the header (scheme compared case-insensitively, as RFC 9110 says);
-// around it we refuse malformed credentials (RFC 6750), slow failure bursts per address, check
-// scopes, and answer with RFC 6750 challenges. app.ts runs it as an onRequest hook, before the
-// body is parsed or validated.
+// around it we refuse malformed credentials (RFC 6750), slow token guessing per address
+// (failure-limiter.ts), check scopes, and answer with RFC 6750 challenges. app.ts runs it as an
+// onRequest hook, before the body is parsed or validated.
+import { setTimeout as sleep } from 'node:timers/promises';
 import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { missingScopes } from '../tokens/scopes.ts';
-import type { Principal, TokenVerifier } from '../tokens/verifier.ts';
+import { keyOfToken, type Principal, type TokenVerifier } from '../tokens/verifier.ts';
 import { HttpError } from './errors.ts';
 import type { FailureLimiter } from './failure-limiter.ts';
 
@@ -38,6 +39,13 @@ export async function createBearerAuth(
       return request.principal !== null;
     },
   });
+  // Closing must not wait for queued guesses: they are checked at once.
+  const closing = new AbortController();
+  app.addHook('preClose', (done) => {
+    closing.abort();
+    done();
+  });
+  const waitTurn = (ms: number) => (ms > 0 ? sleep(ms, undefined, { signal: closing.signal }).catch(() => undefined) : undefined);
   const verifyBearerAuth = app.verifyBearerAuth!;
   const authenticate = (request: FastifyRequest, reply: FastifyReply) =>
     new Promise<void>((resolve, reject) => {
@@ -46,20 +54,26 @@ export async function createBearerAuth(
 
   return async (request, reply, scopes) => {
     refuseMalformedCredentials(request);
-    const retryAfter = options.failures.blockedFor(request.ip);
-    if (retryAfter !== undefined) {
-      throw new HttpError(429, `Too many failed authentications from this address; retry in ${retryAfter} seconds.`, {
-        'retry-after': String(retryAfter),
-      });
-    }
+    // The commonest refusal answered here: the plugin would build an error object to say the same.
+    if (!request.headers.authorization) throw missingToken();
+    // One map lookup, as cheap as before; undefined unless this address has sent wrong tokens.
+    const record = options.failures.recordOf(request.ip);
+    const token = record && bearerToken(request);
+    const turn = token === undefined ? undefined : record!.take(() => keyOfToken(token));
+    if (turn) await waitTurn(turn.waitMs);
     try {
-      // The commonest refusal answered here: the plugin would build an error object to say the same.
-      if (!request.headers.authorization) throw missingToken();
       await authenticate(request, reply);
     } catch (error) {
-      if (error instanceof HttpError) options.failures.recordFailure(request.ip);
+      // Only a wrong token is a guess; a missing one or another scheme tells a guesser nothing.
+      if (error instanceof InvalidTokenError) {
+        const retryAfter = options.failures.recordFailure(request.ip);
+        if (retryAfter !== undefined) throw tooManyFailures(retryAfter);
+      }
       throw error;
+    } finally {
+      turn?.done();
     }
+    if (token) record!.remember(request.principal!.key);
     const missing = missingScopes(request.principal!.scopes, scopes);
     if (missing.length > 0) {
       throw new HttpError(403, `This token lacks the scope ${missing.join(' and ')} that this operation needs.`, {
@@ -67,6 +81,19 @@ export async function createBearerAuth(
       });
     }
   };
+}
+
+class InvalidTokenError extends HttpError {}
+
+function tooManyFailures(retryAfter: number): HttpError {
+  return new HttpError(429, `Too many failed authentications from this address; retry in ${retryAfter} seconds.`, {
+    'retry-after': String(retryAfter),
+  });
+}
+
+/** The token of a well-formed `Bearer <token>` header (refuseMalformedCredentials ran first). */
+function bearerToken(request: FastifyRequest): string | undefined {
+  return /^bearer +(\S+)/i.exec(request.headers.authorization ?? '')?.[1];
 }
 
 // RFC 6750: credentials must come once, in the header, as one token; anything else is ambiguous
@@ -103,7 +130,7 @@ function toAuthError(error: Error, request: FastifyRequest): Error {
           'www-authenticate': CHALLENGE,
         });
       }
-      return new HttpError(401, 'The bearer token is not valid: unknown, revoked or expired.', {
+      return new InvalidTokenError(401, 'The bearer token is not valid: unknown, revoked or expired.', {
         'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="The bearer token is not valid"`,
       });
     default:

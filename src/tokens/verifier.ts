@@ -63,7 +63,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     async verify(token) {
       if (token === '') return undefined;
       const digest = sha256(token);
-      const key = digest.toString('hex', 0, 16);
+      const key = principalKey(digest);
       const staticIndex = constantTimeIndex(staticDigests, digest);
       if (staticIndex >= 0) return { key, name: `API_TOKENS[${staticIndex}]`, scopes: [ALL_SCOPES] };
       // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
@@ -86,6 +86,15 @@ export function tokenStatus(record: TokenRecord, now: number): 'active' | 'revok
   if (record.revokedAt !== undefined) return 'revoked';
   if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now) return 'expired';
   return 'active';
+}
+
+/** The Principal key a token would have, known or not: a prefix of its SHA-256. */
+export function keyOfToken(token: string): string {
+  return principalKey(sha256(token));
+}
+
+function principalKey(digest: Buffer): string {
+  return digest.toString('hex', 0, 16);
 }
 
 function sha256(value: string): Buffer {

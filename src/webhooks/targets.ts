@@ -12,8 +12,33 @@ export class ForbiddenTargetError extends Error {}
 
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  // process() turns ::ffff:10.0.0.1 into 10.0.0.1, so mapped addresses are judged as what they are.
-  return ipaddr.process(address).range() === 'unicast';
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const embedded = embeddedIPv4(parsed as ipaddr.IPv6);
+  if (embedded) return embedded.every((ipv4) => ipv4.range() === 'unicast');
+  return parsed.range() === 'unicast';
+}
+
+// An IPv6 address that embeds an IPv4 address reaches that IPv4 host (through the kernel, a
+// NAT64 gateway or a tunnel relay), so it is judged by the IPv4 addresses it embeds: all of
+// them, when the form is ambiguous or names two hosts. ISATAP (::5efe:a.b.c.d) is left out: its
+// IPv4 address is only used inside the site its routable IPv6 prefix leads to.
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
+  const bytes = address.toByteArray();
+  const at = (...indexes: number[]) => new ipaddr.IPv4(indexes.map((index) => bytes[index]!));
+  const last32 = at(12, 13, 14, 15);
+  const startsWith = (prefix: string, length: number) => address.match(ipaddr.IPv6.parse(prefix), length);
+  if (startsWith('::', 96)) return [last32]; // IPv4-compatible (deprecated): ::127.0.0.1 is ::7f00:1
+  if (startsWith('::ffff:0:0', 96)) return [last32]; // IPv4-mapped
+  if (startsWith('::ffff:0:0:0', 96)) return [last32]; // IPv4-translated (SIIT, RFC 6145)
+  if (startsWith('64:ff9b::', 96)) return [last32]; // NAT64, well-known prefix (RFC 6052)
+  // NAT64, local-use prefix (RFC 8215): the operator picks a /48../96 inside it, and RFC 6052
+  // places the IPv4 address differently for each (skipping bits 64..71), so judge every reading.
+  if (startsWith('64:ff9b:1::', 48)) return [at(6, 7, 9, 10), at(7, 9, 10, 11), at(9, 10, 11, 12), last32];
+  if (startsWith('2002::', 16)) return [at(2, 3, 4, 5)]; // 6to4: 2002:AABB:CCDD::/48
+  // Teredo: the server's address, then the client's, stored inverted in the last 32 bits.
+  if (startsWith('2001::', 32)) return [at(4, 5, 6, 7), new ipaddr.IPv4([...bytes.slice(12)].map((byte) => byte ^ 0xff))];
+  return undefined;
 }
 
 /** Why the URL may not be a target, or undefined when it may. */
