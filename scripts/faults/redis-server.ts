@@ -1,9 +1,10 @@
 // A redis-server of our own for fault tests and `npm run chaos`: on a free loopback port, nothing
 // persisted (--save "" --appendonly no, working directory in a temporary folder), frozen with SIGSTOP
 // and thawed with SIGCONT. It never touches the shared Redis on 6379: it only signals the PID it
-// spawned. Every server still running when the process exits or is killed by SIGINT/SIGTERM/SIGHUP
-// is killed too, so a failed test or an interrupted script leaves no redis-server behind.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// spawned. redis-server runs under a small node watchdog whose stdin is a pipe from this process:
+// however this process ends (a tap timeout ends a test with SIGALRM, then SIGKILL), the pipe closes
+// and the watchdog sends the server SIGCONT and SIGTERM, so a failed test leaves no redis-server.
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,14 +29,22 @@ export function redisServerAvailable(): boolean {
   return probe.error === undefined && probe.status === 0;
 }
 
-const running = new Set<ChildProcess>();
-let cleanupRegistered = false;
 /** A port taken between our probe and redis-server's bind: try another one this many times. */
 const PORT_ATTEMPTS = 5;
 
+// Runs redis-server with the given arguments, prints its PID first, ends it (SIGCONT, SIGTERM) when
+// stdin closes, and exits when it exits. CommonJS, as `node -e` reads it.
+const WATCHDOG = `
+const { spawn } = require('node:child_process');
+const server = spawn('redis-server', process.argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'] });
+server.once('spawn', () => process.stdout.write('watchdog: redis-server pid ' + server.pid + '\\n'));
+server.once('error', (error) => { process.stderr.write('watchdog: ' + error.message + '\\n'); process.exit(127); });
+server.once('exit', (code) => process.exit(code ?? 1));
+process.stdin.once('end', () => { server.kill('SIGCONT'); server.kill('SIGTERM'); }).resume();
+`;
+
 /** Starts a redis-server on a free port; resolves once it answers PING. */
 export async function startRedisServer(): Promise<RedisServer> {
-  registerCleanup();
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
     const port = await freePort();
@@ -51,53 +60,55 @@ export async function startRedisServer(): Promise<RedisServer> {
 
 async function startOn(port: number): Promise<RedisServer> {
   const directory = mkdtempSync(join(tmpdir(), 'plants-redis-'));
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory, '--daemonize', 'no', '--logfile', ''],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  running.add(child);
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', directory, '--daemonize', 'no', '--logfile', ''];
+  // Without the test runner's loaders and coverage: the watchdog is no part of what is tested.
+  const { NODE_OPTIONS: _options, NODE_V8_COVERAGE: _coverage, ...env } = process.env;
+  const watchdog = spawn(process.execPath, ['-e', WATCHDOG, '--', ...args], { stdio: ['pipe', 'pipe', 'pipe'], env });
   let output = '';
+  let exited = false;
   let frozen = false;
-  const exited = new Promise<void>((resolve) => {
-    child.once('close', () => {
-      running.delete(child);
+  const closed = new Promise<void>((resolve) => {
+    watchdog.once('close', () => {
+      exited = true;
       rmSync(directory, { recursive: true, force: true });
       resolve();
     });
   });
 
-  await new Promise<void>((resolve, reject) => {
+  const pid = await new Promise<number>((resolve, reject) => {
+    let serverPid: number | undefined;
     const onData = (chunk: string) => {
       output += chunk;
-      if (output.includes('Ready to accept connections')) done(resolve);
+      serverPid ??= Number(/^watchdog: redis-server pid (\d+)$/m.exec(output)?.[1]) || undefined;
+      if (serverPid !== undefined && output.includes('Ready to accept connections')) done(() => resolve(serverPid!));
     };
     const onError = (error: Error) => done(() => reject(new Error(`redis-server could not be started: ${error.message}`)));
     const onExit = () => done(() => reject(new Error(`redis-server on port ${port} exited at start:\n${output}`)));
     const done = (settle: () => void) => {
-      child.stdout!.off('data', onData);
-      child.stderr!.off('data', onData);
-      child.off('error', onError);
-      child.off('exit', onExit);
+      watchdog.stdout!.off('data', onData);
+      watchdog.stderr!.off('data', onData);
+      watchdog.off('error', onError);
+      watchdog.off('exit', onExit);
       settle();
     };
-    child.stdout!.setEncoding('utf8').on('data', onData);
-    child.stderr!.setEncoding('utf8').on('data', onData);
-    child.once('error', onError);
-    child.once('exit', onExit);
+    watchdog.stdout!.setEncoding('utf8').on('data', onData);
+    watchdog.stderr!.setEncoding('utf8').on('data', onData);
+    watchdog.once('error', onError);
+    watchdog.once('exit', onExit);
   });
   // Keep draining its output so a chatty server never blocks on a full pipe.
-  child.stdout!.resume();
-  child.stderr!.resume();
+  watchdog.stdout!.resume();
+  watchdog.stderr!.resume();
   await ping(port);
 
+  // Only while the watchdog runs: until then the PID is the server's (running, or a zombie not yet reaped).
   const signal = (name: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    if (!exited) process.kill(pid, name);
   };
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    pid: child.pid!,
+    pid,
     freeze: () => {
       signal('SIGSTOP');
       frozen = true;
@@ -109,7 +120,8 @@ async function startOn(port: number): Promise<RedisServer> {
     stop: async () => {
       if (frozen) signal('SIGCONT');
       signal('SIGTERM');
-      await exited;
+      watchdog.stdin!.end();
+      await closed;
     },
   };
 }
@@ -142,25 +154,4 @@ function ping(port: number): Promise<void> {
     });
     socket.once('error', reject);
   });
-}
-
-function killAll(): void {
-  for (const child of running) {
-    // SIGKILL needs no SIGCONT, and works on a frozen process.
-    child.kill('SIGKILL');
-  }
-}
-
-function registerCleanup(): void {
-  if (cleanupRegistered) return;
-  cleanupRegistered = true;
-  process.once('exit', killAll);
-  for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = () => {
-      killAll();
-      // Only our listener: the default action (ending the process) is what everyone expects.
-      if (process.listenerCount(name) === 0) process.kill(process.pid, name);
-    };
-    process.once(name, onSignal);
-  }
 }
