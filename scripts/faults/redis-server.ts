@@ -43,8 +43,14 @@ server.once('exit', (code) => process.exit(code ?? 1));
 process.stdin.once('end', () => { server.kill('SIGCONT'); server.kill('SIGTERM'); }).resume();
 `;
 
-/** Starts a redis-server on a free port; resolves once it answers PING. */
-export async function startRedisServer(): Promise<RedisServer> {
+export interface RedisServerOptions {
+  /** A given port, e.g. to start Redis again where a stopped one listened; default: a free one. */
+  port?: number;
+}
+
+/** Starts a redis-server on a free port (or the given one); resolves once it answers PING. */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  if (options.port !== undefined) return startOn(options.port);
   let lastError: Error | undefined;
   for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
     const port = await freePort();
