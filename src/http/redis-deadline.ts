@@ -41,6 +41,7 @@ export function createRedisDeadline({ timeoutMs, connected, log, onSkip, now = D
   let unanswered = false;
   let degraded = false;
   let lastWarningAt = 0;
+  /** Checks skipped since the last log line about Redis: each line says how many. */
   let skippedSinceWarning = 0;
 
   const warn = (reason: RedisSkipReason, error?: Error) => {
@@ -63,6 +64,7 @@ export function createRedisDeadline({ timeoutMs, connected, log, onSkip, now = D
     if (!degraded) return;
     degraded = false;
     log.info({ skippedChecks: skippedSinceWarning }, 'Redis answers again: rate limits are shared again');
+    skippedSinceWarning = 0;
   };
 
   return {
