@@ -57,7 +57,12 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   app.addHook('onClose', () => verifier.close());
   const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000, now: clock });
   const bearerAuth = await createBearerAuth(app, { verifier, failures });
-  await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl });
+  await registerRateLimit(app, {
+    perMinute: config.rateLimitPerMinute,
+    redisUrl: config.redisUrl,
+    redisTimeoutMs: config.timeouts.redisMs,
+    onSkip: metrics.rateLimitSkipped,
+  });
   adaptGlueRoutes(app);
   // Parsed once per process; glue and the docs each work on their own copy.
   const specification = readSpecification();

@@ -32,6 +32,8 @@ export interface TimeoutConfig {
   keepAliveMs: number;
   /** A stop (SIGTERM/SIGINT) that has not finished by then exits 1. */
   shutdownMs: number;
+  /** The longest a request waits for Redis (the shared rate limit); then it is served unlimited. */
+  redisMs: number;
 }
 
 export interface WebhookConfig {
@@ -62,6 +64,7 @@ interface RawEnv {
   HEADERS_TIMEOUT: string;
   KEEP_ALIVE_TIMEOUT: string;
   SHUTDOWN_TIMEOUT: string;
+  REDIS_TIMEOUT: string;
 }
 
 const schema = {
@@ -89,6 +92,7 @@ const schema = {
     HEADERS_TIMEOUT: { type: 'string', default: '10s' },
     KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
+    REDIS_TIMEOUT: { type: 'string', default: '100ms' },
   },
 } as const;
 
@@ -122,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersMs: durations('HEADERS_TIMEOUT', [raw.HEADERS_TIMEOUT])[0]!,
       keepAliveMs: durations('KEEP_ALIVE_TIMEOUT', [raw.KEEP_ALIVE_TIMEOUT])[0]!,
       shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
+      redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),

@@ -1,15 +1,18 @@
 // Prometheus metrics at GET /metrics (prom-client): requests and latency per operation, store
-// latency per method, webhook queue depth and delivery outcomes, and the process defaults
-// (memory, CPU, event-loop delay). Each app has its own registry, so tests can build many.
+// latency per method, webhook queue depth and delivery outcomes, rate-limit checks skipped because
+// of Redis, and the process defaults (memory, CPU, event-loop delay). Each app has its own
+// registry, so tests can build many.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from './operations.ts';
+import type { RedisSkipReason } from './redis-deadline.ts';
 
 export interface Metrics {
   registry: Registry;
   /** Wraps every method of the store so its latency is recorded, labelled by method name. */
   instrument<T extends object>(store: T): T;
   deliveryAttempt(result: 'delivered' | 'retry' | 'failed'): void;
+  rateLimitSkipped(reason: RedisSkipReason): void;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -37,6 +40,14 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     labelNames: ['result'],
     registers: [registry],
   });
+  const skippedChecks = new Counter({
+    name: 'rate_limit_checks_skipped_total',
+    help: 'Rate-limit checks skipped (request served unlimited) because Redis was late (timeout), unreachable (unavailable) or answered an error (error)',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  // Every reason shown from the start, at 0, so a rate() over it has a series before the first skip.
+  for (const reason of ['timeout', 'unavailable', 'error'] as const) skippedChecks.inc({ reason }, 0);
   new Gauge({
     name: 'webhook_deliveries_pending',
     help: 'Webhook deliveries waiting to be sent or retried (the outbox queue depth)',
@@ -59,6 +70,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
   return {
     registry,
     deliveryAttempt: (result) => attempts.inc({ result }),
+    rateLimitSkipped: (reason) => skippedChecks.inc({ reason }),
     instrument(store) {
       // Every method wrapped once, up front: store calls are on every request's path.
       const timed: Record<string, unknown> = {};
