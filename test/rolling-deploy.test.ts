@@ -1,5 +1,6 @@
 // A rolling deploy as a load balancer sees it, on the real process and real sockets: SIGTERM
-// while 64 keep-alive connections send without pause loses no request.
+// while 64 keep-alive connections send without pause loses no request, and `npm start` (as a
+// supervisor runs it) hands SIGTERM and SIGINT to the server.
 import t from 'tap';
 import { contractProblems } from './contract.ts';
 import { serverEnv, startServer } from './process.ts';
@@ -118,3 +119,69 @@ t.test('SIGTERM with 64 busy keep-alive connections: no reset, nothing unanswere
   t.same(missing, [], `after a restart the ${acknowledged.size} acknowledged creates are stored and the ${refused.size} refused with 503 are not`);
   t.same(await restarted.stop('SIGTERM'), { code: 0, signal: null });
 });
+
+/** Resolves `value`, or `fallback` once `ms` have passed: turns a stop that never comes into a failure, not a hang. */
+function within<T, F>(ms: number, value: Promise<T>, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)));
+  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+t.test('a second signal while stopping (a second Ctrl-C, or the one npm forwards) does not cut the stop short', async (t) => {
+  const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));
+  const upload = await openRaw(Number(new URL(server.url).port));
+  // A create whose body is still arriving holds the stop open for as long as the test needs.
+  const request = createRequest(1, 'Monstera');
+  const split = request.length - 5;
+  upload.socket.write(request.slice(0, split));
+  await server.waitFor('stdout', /"method":"POST","url":"\/plants".*"msg":"incoming request"/);
+
+  server.child.kill('SIGINT');
+  await server.waitFor('stdout', /"msg":"shutting down"/);
+  server.child.kill('SIGINT');
+  server.child.kill('SIGTERM');
+  upload.socket.write(request.slice(split));
+  const created = await upload.response(0);
+  t.equal(created.status, 200, 'the create in flight completes');
+  t.equal(created.headers.connection, 'close', 'saying Connection: close');
+  t.same(await server.exited, { code: 0, signal: null }, 'the process exits 0');
+  t.match(server.stdout(), /"msg":"stopped cleanly"/, 'after a clean stop');
+});
+
+// A supervisor signals npm alone (Docker, Kubernetes, systemd with KillMode=mixed) or the whole
+// process group (Ctrl-C in a terminal, systemd's default KillMode=control-group): then the server
+// receives the signal twice, once directly and once forwarded by npm.
+const SUPERVISED = [
+  { signal: 'SIGTERM', to: 'npm' },
+  { signal: 'SIGINT', to: 'npm' },
+  { signal: 'SIGINT', to: 'the process group' },
+  { signal: 'SIGTERM', to: 'the process group' },
+] as const;
+
+for (const { signal, to } of SUPERVISED) {
+  t.test(`npm start: ${signal} to ${to} stops the server cleanly, then npm exits 0`, async (t) => {
+    const env = serverEnv(t.testdir(), { API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT: '5s' });
+    const npm = await startServer(t, env, { command: ['npm', 'start'], detached: true });
+    const listening = await npm.waitFor('stdout', /^\{.*"pid":(\d+).*"msg":"Server listening at /m);
+    const serverPid = Number(listening[1]);
+    t.not(serverPid, npm.child.pid, `the server (pid ${serverPid}) runs under npm (pid ${npm.child.pid})`);
+    // Only if the test fails: the orphan it found is stopped, by its pid.
+    t.teardown(() => void (isRunning(serverPid) && process.kill(serverPid, 'SIGKILL')));
+
+    process.kill(to === 'npm' ? npm.child.pid! : -npm.child.pid!, signal);
+    const exit = await within(20_000, npm.exited, 'npm still running 20 s after the signal' as const);
+    t.same(exit, { code: 0, signal: null }, 'npm exits 0');
+    t.notOk(isRunning(serverPid), 'the server process is gone, not left orphaned');
+    t.match(npm.stdout(), new RegExp(`"signal":"${signal}".*"msg":"shutting down"`), `the server received ${signal}`);
+    t.match(npm.stdout(), /"msg":"stopped cleanly"/, 'and stopped cleanly');
+  });
+}
