@@ -10,6 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { loadConfig, type TimeoutConfig } from '../src/config.ts';
+import { IDLE_GRACE_MS } from '../src/http/lifecycle.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { contractProblems, type ResponseLike } from './contract.ts';
@@ -154,6 +155,25 @@ t.test('a keep-alive connection idle when closing began may still bring a reques
   t.same(await idle.closed, { byServer: true }, 'then the server closes the connection');
   await closing;
   t.pass('close() resolves');
+});
+
+t.test('a request that reached an idle connection while the event loop was stalled past the grace is answered, not reset', async (t) => {
+  const { app } = await build(t);
+  const port = await listen(app);
+  const idle = await openRaw(port);
+  idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
+  await idle.response(0);
+
+  const closing = app.close();
+  await listenerClosed(port);
+  idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
+  // A stall (a long GC, a starved CPU) as the request arrives: when the loop resumes, the grace
+  // timer is due and runs before the socket is read.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, IDLE_GRACE_MS + 200);
+  const late = await idle.response(1);
+  t.equal(late.status, 503, 'the request is answered with the 503 Error');
+  t.equal(late.headers.connection, 'close', 'and Connection: close');
+  await closing;
 });
 
 // ---------------------------------------------------------------------------------------------

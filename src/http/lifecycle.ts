@@ -59,4 +59,7 @@ async function stopListening(server: NetServer, graceMs: number): Promise<void> 
   const drained = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
   await Promise.race([drained, graceOver]);
   clearTimeout(timer);
+  // Timers run before I/O in the event loop: after a stall, let requests already received be read
+  // (so their connections are no longer idle) before the idle ones are closed.
+  await new Promise((resolve) => setImmediate(resolve));
 }
