@@ -17,15 +17,24 @@ export const IDLE_GRACE_MS = 1_000;
 
 export interface Lifecycle {
   readonly closing: boolean;
+  /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
+  onClosing: (stop: () => Promise<void>) => void;
 }
 
 export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_MS): Lifecycle {
   const state = { closing: false, graceOver: false };
+  const stops: (() => Promise<void>)[] = [];
+  let stopping: Promise<unknown> = Promise.resolve();
   app.addHook('preClose', async () => {
     state.closing = true;
+    stopping = Promise.all(stops.map((stop) => stop()));
+    stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
     if (app.server.listening) await stopListening(app.server, idleGraceMs);
     // Fastify's server.close() follows: it closes the connections still idle and waits for the rest.
     state.graceOver = true;
+  });
+  app.addHook('onClose', async () => {
+    await stopping;
   });
   // Callback-style hooks: on every request's path, and an async hook costs a promise each time.
   app.addHook('onRequest', (_request, _reply, done) => {
@@ -48,7 +57,12 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     if (state.graceOver && reply.getHeader('connection') !== 'close') app.server.closeIdleConnections();
     done();
   });
-  return state;
+  return {
+    get closing() {
+      return state.closing;
+    },
+    onClosing: (stop) => void stops.push(stop),
+  };
 }
 
 /** Refuses new connections, keeping open ones; settles once none is left or after `graceMs`. */
