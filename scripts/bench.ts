@@ -124,7 +124,8 @@ try {
 /** The service's command line as `npm start` has it, Node flags included, so both run the same. */
 function serviceArgs(): string[] {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
-  const [command, ...args] = pkg.scripts.start.split(/\s+/);
+  // `exec` only makes the shell npm starts give way to Node, so that Node receives the signals.
+  const [command, ...args] = pkg.scripts.start.replace(/^exec\s+/, '').split(/\s+/);
   if (command !== 'node') throw new Error(`npm start runs "${command}", not node: update the bench`);
   return args;
 }

@@ -44,7 +44,7 @@ export interface AppDependencies {
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
   returnRequestIds(app); // first, so that every answer carries the id, the 503 while closing included
-  installLifecycle(app); // then nothing new starts while closing
+  const lifecycle = installLifecycle(app); // then nothing new starts while closing
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
   closeOnUnreadBodies(app);
@@ -77,7 +77,8 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     now: clock,
   });
   app.addHook('onReady', async () => dispatcher.start());
-  app.addHook('onClose', () => dispatcher.stop());
+  // No new delivery attempt once the stop begins, though open connections are still being drained.
+  lifecycle.onClosing(() => dispatcher.stop());
 
   const handlers: ServiceHandlers = {
     // A plant change wrote events to the outbox: deliver them now rather than at the next poll.

@@ -4,6 +4,8 @@
 // stripper, a WebAssembly compiler of 19 MB. That is why this one file is JavaScript: the entry
 // is read before any cache can be on, so a TypeScript entry would load the stripper every time.
 // Where the cache cannot be written, Node carries on without it.
+// `npm start` runs this with `exec node ...`: npm starts its script through `sh -c`, and without
+// `exec` the shell stays between npm and Node, so the signals npm forwards never reach the server.
 import { enableCompileCache } from 'node:module';
 
 enableCompileCache();

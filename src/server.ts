@@ -15,13 +15,22 @@ async function main(): Promise<void> {
   });
   const app = await buildApp({ config, store });
 
+  // `on`, not `once`: a second signal must not kill the process mid-stop with Node's default action.
+  // Ctrl-C on `npm start` delivers SIGINT twice (from the terminal, and forwarded by npm), and so
+  // does a supervisor signalling the whole process group; SHUTDOWN_TIMEOUT bounds the stop anyway.
+  let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => stop(signal));
+    process.on(signal, () => {
+      if (stopping) return app.log.info({ signal }, 'already shutting down');
+      stopping = true;
+      stop(signal);
+    });
   }
 
-  // Readiness fails and new connections are refused at once; requests in flight finish; idle
-  // keep-alive connections close; the webhook dispatcher stops; the store closes last, since
-  // closing the app still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT: exit 1.
+  // Readiness fails and new connections are refused at once; requests in flight finish, answered
+  // with Connection: close; idle keep-alive connections close after a short grace (lifecycle.ts);
+  // the webhook dispatcher stops; the store closes last, since closing the app still writes
+  // (last-use times of tokens). Past SHUTDOWN_TIMEOUT: exit 1.
   function stop(signal: NodeJS.Signals): void {
     app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
     setTimeout(() => {

@@ -44,9 +44,18 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   };
 }
 
-export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
-  const child = spawn(process.execPath, ['src/entry.js'], {
+export interface SpawnOptions {
+  /** What a person would type: `node src/entry.js` by default, or say `npm start`. */
+  command?: readonly string[];
+  /** In a process group of its own, as a terminal's foreground job is: `process.kill(-pid)` signals the whole group. */
+  detached?: boolean;
+}
+
+export function spawnServer(t: Test, env: ServerEnv, { command = [process.execPath, 'src/entry.js'], detached = false }: SpawnOptions = {}): ServerProcess {
+  const [file, ...args] = command;
+  const child = spawn(file!, args, {
     cwd: REPO_ROOT,
+    detached,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -105,8 +114,8 @@ export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
 }
 
 /** Spawns the server and resolves once it listens; rejects (with its stderr) if it exits instead. */
-export async function startServer(t: Test, env: ServerEnv): Promise<RunningServer> {
-  const server = spawnServer(t, env);
+export async function startServer(t: Test, env: ServerEnv, options?: SpawnOptions): Promise<RunningServer> {
+  const server = spawnServer(t, env, options);
   const listening = await server.waitFor('stdout', /^\{.*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}\n/m);
   return { ...server, url: listening[1]! };
 }

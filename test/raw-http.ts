@@ -1,0 +1,106 @@
+// A raw HTTP/1.1 connection for tests over real sockets: write bytes as they are, read back
+// every complete response (Content-Length framing), and tell who closed the connection.
+import { connect, type Socket } from 'node:net';
+
+export interface RawResponse {
+  status: number;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface RawConnection {
+  socket: Socket;
+  /** Every complete response received so far, in order. */
+  responses: RawResponse[];
+  /** The n-th response (from 0); rejects when the connection closes before it is complete. */
+  response: (n: number) => Promise<RawResponse>;
+  /** Settles once the socket is closed; byServer is false only when this side destroyed it. */
+  closed: Promise<{ byServer: boolean }>;
+  /** Destroys the socket from this side. */
+  destroy: () => void;
+}
+
+export async function openRaw(port: number): Promise<RawConnection> {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  let pending: Buffer = Buffer.alloc(0);
+  let destroyedHere = false;
+  let isClosed = false;
+  const responses: RawResponse[] = [];
+  const waiters = new Set<() => void>();
+  const notify = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
+  socket.on('data', (chunk: Buffer) => {
+    pending = Buffer.concat([pending, chunk]);
+    for (let parsed = takeResponse(pending); parsed; parsed = takeResponse(pending)) {
+      responses.push(parsed.response);
+      pending = parsed.rest;
+    }
+    notify();
+  });
+  socket.on('error', () => undefined); // a reset by the server is a close like any other here
+  const closed = new Promise<{ byServer: boolean }>((resolve) =>
+    socket.once('close', () => {
+      isClosed = true;
+      notify();
+      resolve({ byServer: !destroyedHere });
+    }),
+  );
+  return {
+    socket,
+    responses,
+    closed,
+    response: (n) =>
+      new Promise<RawResponse>((resolve, reject) => {
+        const check = () => {
+          if (responses.length > n) {
+            waiters.delete(check);
+            resolve(responses[n]!);
+          } else if (isClosed) {
+            waiters.delete(check);
+            reject(new Error(`the connection closed after ${responses.length} responses; unparsed: ${JSON.stringify(pending.toString())}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+    destroy: () => {
+      destroyedHere = true;
+      socket.destroy();
+    },
+  };
+}
+
+/** One complete response from the front of `data` (Content-Length framing), or undefined. */
+export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffer } | undefined {
+  const end = data.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const [statusLine, ...lines] = data.subarray(0, end).toString('latin1').split('\r\n');
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)?.[1]);
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? 0);
+  const bodyStart = end + 4;
+  if (data.length < bodyStart + length) return undefined;
+  return {
+    response: { status, headers, body: data.subarray(bodyStart, bodyStart + length).toString('utf8') },
+    rest: data.subarray(bodyStart + length),
+  };
+}
+
+/** Connects and answers the error code, or "connected" when the connection was accepted. */
+export function tryConnect(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+  });
+}

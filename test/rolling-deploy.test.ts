@@ -1,0 +1,187 @@
+// A rolling deploy as a load balancer sees it, on the real process and real sockets: SIGTERM
+// while 64 keep-alive connections send without pause loses no request, and `npm start` (as a
+// supervisor runs it) hands SIGTERM and SIGINT to the server.
+import t from 'tap';
+import { contractProblems } from './contract.ts';
+import { serverEnv, startServer } from './process.ts';
+import { openRaw, tryConnect, type RawConnection, type RawResponse } from './raw-http.ts';
+
+const TOKEN = 'rolling-deploy-token-0123456789';
+const CONNECTIONS = 64;
+/** Creates answered before SIGTERM, on top of at least one answer on every connection. */
+const ANSWERS_BEFORE_SIGNAL = CONNECTIONS * 8;
+
+function createRequest(id: number, name: string): string {
+  const body = JSON.stringify({ id, name });
+  return (
+    `POST /plants HTTP/1.1\r\nHost: plants.test\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
+}
+
+/** What is wrong with an answer to a create, from a client's point of view; undefined when nothing is. */
+function problemWith(answer: RawResponse, name: string): string | undefined {
+  if (answer.status === 200) return answer.body === JSON.stringify({ name }) ? undefined : `200 with ${answer.body}`;
+  if (answer.status !== 503) return `${answer.status} ${answer.body}`;
+  const problems = contractProblems('POST', '/plants', { statusCode: answer.status, headers: answer.headers, body: answer.body });
+  if (!/^\d+$/.test(answer.headers['retry-after'] ?? '')) problems.push('503 without Retry-After');
+  if (answer.headers.connection !== 'close') problems.push('503 without Connection: close');
+  return problems.length > 0 ? problems.join('; ') : undefined;
+}
+
+t.test('SIGTERM with 64 busy keep-alive connections: no reset, nothing unanswered, each connection told to close before it is closed', async (t) => {
+  const dir = t.testdir();
+  const env = serverEnv(dir, { API_TOKENS: TOKEN });
+  const server = await startServer(t, env);
+  const port = Number(new URL(server.url).port);
+
+  const acknowledged = new Map<number, string>();
+  const refused = new Set<number>();
+  /** Requests written whose connection ended without their answer: the client saw a reset or a hang-up. */
+  const lost: string[] = [];
+  const wrong: string[] = [];
+  const answered = new Array<number>(CONNECTIONS).fill(0);
+  const after = { keepAlive: 0, closing200: 0, closing503: 0 };
+  let signalled = false;
+  let newConnectionAfterClose: Promise<string> | undefined;
+
+  const signalOnceBusy = () => {
+    if (signalled || acknowledged.size < ANSWERS_BEFORE_SIGNAL || answered.includes(0)) return;
+    signalled = true;
+    server.child.kill('SIGTERM');
+  };
+
+  const keepSending = async (connection: RawConnection, c: number): Promise<void> => {
+    let socketError = '';
+    connection.socket.on('error', (error: NodeJS.ErrnoException) => (socketError ||= error.code ?? error.message));
+    for (let n = 0; ; n++) {
+      const id = (c + 1) * 1_000_000 + n;
+      const name = `plant ${c}-${n}`;
+      connection.socket.write(createRequest(id, name));
+      let answer: RawResponse;
+      try {
+        answer = await connection.response(n);
+      } catch {
+        lost.push(`connection ${c}, create ${id}${signalled ? ' (after SIGTERM)' : ''}: ${socketError || 'closed without an answer'}`);
+        return;
+      }
+      answered[c]!++;
+      const problem = problemWith(answer, name);
+      if (problem) wrong.push(`connection ${c}, create ${id}: ${problem}`);
+      if (answer.status === 200) acknowledged.set(id, name);
+      if (answer.status === 503) refused.add(id);
+      if (answer.headers.connection !== 'close') {
+        if (signalled) after.keepAlive++;
+        signalOnceBusy();
+        continue;
+      }
+      if (answer.status === 200) after.closing200++;
+      else after.closing503++;
+      // Closing has begun: from now on the listener is closed.
+      newConnectionAfterClose ??= tryConnect(port);
+      const closed = await connection.closed;
+      if (!closed.byServer) wrong.push(`connection ${c}: not closed by the server after Connection: close`);
+      return;
+    }
+  };
+
+  const connections = await Promise.all(Array.from({ length: CONNECTIONS }, () => openRaw(port)));
+  await Promise.all(connections.map((connection, c) => keepSending(connection, c)));
+  const exit = await server.exited;
+
+  t.ok(signalled, `SIGTERM was sent once ${ANSWERS_BEFORE_SIGNAL} creates were acknowledged on all ${CONNECTIONS} connections`);
+  t.same(lost, [], 'no request written on a connection was reset or left unanswered');
+  t.same(wrong, [], 'every answer is the created Plant or the documented 503 Error with Retry-After and Connection: close');
+  t.equal(after.closing200 + after.closing503, CONNECTIONS, 'every connection ended with an answer saying Connection: close, then the server closed it');
+  t.equal(await (newConnectionAfterClose ?? 'never tried: no answer said Connection: close'), 'ECONNREFUSED', 'a new connection after closing began is refused');
+  t.comment(
+    `after SIGTERM: ${after.keepAlive} answers still kept alive (sent before closing began), ` +
+      `${after.closing200} creates in flight answered 200 with Connection: close, ${after.closing503} refused with 503`,
+  );
+  t.same(exit, { code: 0, signal: null }, 'the process exits 0');
+  t.match(server.stdout(), /"msg":"stopped cleanly"/, "and logs 'stopped cleanly'");
+
+  const restarted = await startServer(t, env);
+  const missing: string[] = [];
+  const checks = [...acknowledged].map(([id, name]) => ({ id, expected: { status: 200, body: JSON.stringify({ id, name }) } }));
+  checks.push(...[...refused].map((id) => ({ id, expected: { status: 404, body: '' } })));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let check = checks.pop(); check; check = checks.pop()) {
+        const response = await fetch(`${restarted.url}/plants/${check.id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        const body = await response.text();
+        if (response.status !== check.expected.status || (check.expected.body && body !== check.expected.body)) {
+          missing.push(`${check.id}: expected ${check.expected.status}, got ${response.status} ${body}`);
+        }
+      }
+    }),
+  );
+  t.same(missing, [], `after a restart the ${acknowledged.size} acknowledged creates are stored and the ${refused.size} refused with 503 are not`);
+  t.same(await restarted.stop('SIGTERM'), { code: 0, signal: null });
+});
+
+/** Resolves `value`, or `fallback` once `ms` have passed: turns a stop that never comes into a failure, not a hang. */
+function within<T, F>(ms: number, value: Promise<T>, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)));
+  return Promise.race([value, expired]).finally(() => clearTimeout(timer));
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+t.test('a second signal while stopping (a second Ctrl-C, or the one npm forwards) does not cut the stop short', async (t) => {
+  const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));
+  const upload = await openRaw(Number(new URL(server.url).port));
+  // A create whose body is still arriving holds the stop open for as long as the test needs.
+  const request = createRequest(1, 'Monstera');
+  const split = request.length - 5;
+  upload.socket.write(request.slice(0, split));
+  await server.waitFor('stdout', /"method":"POST","url":"\/plants".*"msg":"incoming request"/);
+
+  server.child.kill('SIGINT');
+  await server.waitFor('stdout', /"msg":"shutting down"/);
+  server.child.kill('SIGINT');
+  server.child.kill('SIGTERM');
+  upload.socket.write(request.slice(split));
+  const created = await upload.response(0);
+  t.equal(created.status, 200, 'the create in flight completes');
+  t.equal(created.headers.connection, 'close', 'saying Connection: close');
+  t.same(await server.exited, { code: 0, signal: null }, 'the process exits 0');
+  t.match(server.stdout(), /"msg":"stopped cleanly"/, 'after a clean stop');
+});
+
+// A supervisor signals npm alone (Docker, Kubernetes, systemd with KillMode=mixed) or the whole
+// process group (Ctrl-C in a terminal, systemd's default KillMode=control-group): then the server
+// receives the signal twice, once directly and once forwarded by npm.
+const SUPERVISED = [
+  { signal: 'SIGTERM', to: 'npm' },
+  { signal: 'SIGINT', to: 'npm' },
+  { signal: 'SIGINT', to: 'the process group' },
+  { signal: 'SIGTERM', to: 'the process group' },
+] as const;
+
+for (const { signal, to } of SUPERVISED) {
+  t.test(`npm start: ${signal} to ${to} stops the server cleanly, then npm exits 0`, async (t) => {
+    const env = serverEnv(t.testdir(), { API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT: '5s' });
+    const npm = await startServer(t, env, { command: ['npm', 'start'], detached: true });
+    const listening = await npm.waitFor('stdout', /^\{.*"pid":(\d+).*"msg":"Server listening at /m);
+    const serverPid = Number(listening[1]);
+    t.not(serverPid, npm.child.pid, `the server (pid ${serverPid}) runs under npm (pid ${npm.child.pid})`);
+    // Only if the test fails: the orphan it found is stopped, by its pid.
+    t.teardown(() => void (isRunning(serverPid) && process.kill(serverPid, 'SIGKILL')));
+
+    process.kill(to === 'npm' ? npm.child.pid! : -npm.child.pid!, signal);
+    const exit = await within(20_000, npm.exited, 'npm still running 20 s after the signal' as const);
+    t.same(exit, { code: 0, signal: null }, 'npm exits 0');
+    t.notOk(isRunning(serverPid), 'the server process is gone, not left orphaned');
+    t.match(npm.stdout(), new RegExp(`"signal":"${signal}".*"msg":"shutting down"`), `the server received ${signal}`);
+    t.match(npm.stdout(), /"msg":"stopped cleanly"/, 'and stopped cleanly');
+  });
+}
