@@ -32,6 +32,9 @@ export interface RunningServer extends ServerProcess {
 
 export type ServerEnv = Record<string, string>;
 
+/** What the helpers need of a tap Test: somewhere to register the kill. scripts/chaos-lib.ts passes its own. */
+export type Teardown = Pick<Test, 'teardown'>;
+
 /** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   return {
@@ -44,7 +47,7 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   };
 }
 
-export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
+export function spawnServer(t: Teardown, env: ServerEnv): ServerProcess {
   const child = spawn(process.execPath, ['src/entry.js'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
@@ -105,7 +108,7 @@ export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
 }
 
 /** Spawns the server and resolves once it listens; rejects (with its stderr) if it exits instead. */
-export async function startServer(t: Test, env: ServerEnv): Promise<RunningServer> {
+export async function startServer(t: Teardown, env: ServerEnv): Promise<RunningServer> {
   const server = spawnServer(t, env);
   const listening = await server.waitFor('stdout', /^\{.*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}\n/m);
   return { ...server, url: listening[1]! };
