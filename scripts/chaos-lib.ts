@@ -20,9 +20,10 @@ import { holdWriteLock, smallDisk, smallDiskSkipReason } from './faults/sqlite-f
 export const CHAOS_TOKEN = 'chaos-harness-token-0123456789abcdef';
 
 export interface ChaosOptions {
-  /** How long each fault lasts (the frozen Redis at least 1.5 x requestTimeoutMs, so a hang shows). */
+  /** How long each fault lasts (Redis stays frozen 2 s longer than requestTimeoutMs, so a hang shows). */
   faultMs: number;
-  /** Client-side bound on every request; a request without an answer by then counts as unanswered. */
+  /** Client-side bound on every request; a request without an answer by then counts as unanswered.
+   *  Keep it above the waits the service documents (5 s for another process's SQLite write lock). */
   requestTimeoutMs: number;
   /** Polling for the first successful write after the fault gives up after this. */
   recoverDeadlineMs: number;
@@ -37,7 +38,7 @@ export interface ChaosOptions {
 
 export interface FaultFigures {
   fault: string;
-  /** Requests that reached the service (a refused connection is not counted: nothing was sent). */
+  /** Requests that reached the service, writes and /healthz probes (a refused connection is not counted: nothing was sent). */
   sent: number;
   /** Writes answered 2xx. */
   acknowledged: number;
@@ -53,14 +54,17 @@ export interface FaultFigures {
   processExits: number;
   /** From the fault's end to the first successful write; undefined when none came before recoverDeadlineMs. */
   recoverMs: number | undefined;
-  /** The slowest answered request (informative only). */
-  slowestMs: number;
+  /** The slowest answered write, and the slowest answer of a GET /healthz probe sent every 50 ms (informative only). */
+  slowestWriteMs: number;
+  slowestHealthMs: number;
   /** Connections refused (the service not listening); these requests were never sent. */
   refused: number;
   /** The first few problems seen, to say what went wrong. */
   notes: string[];
   /** Set when the fault could not run here (a missing initdb or redis-server). */
   skipped?: string;
+  /** Set when the harness itself failed (a service that never started): the figures are incomplete. */
+  failed?: string;
 }
 
 /** Runs what the harness started, in reverse order; also a Teardown for test/process.ts's startServer. */
@@ -167,7 +171,7 @@ export const FAULTS: readonly FaultDefinition[] = [
         // Frozen longer than a client waits: a request that waits on Redis without a deadline shows as unanswered.
         run: async () => {
           await redis.freeze();
-          await pause(Math.max(options.faultMs, options.requestTimeoutMs * 1.5));
+          await pause(Math.max(options.faultMs, options.requestTimeoutMs + 2_000));
           await redis.thaw();
         },
       };
@@ -357,7 +361,7 @@ export async function runFault(fault: FaultDefinition, options: ChaosOptions): P
   return figures;
 }
 
-function emptyFigures(fault: string): FaultFigures {
+export function emptyFigures(fault: string): FaultFigures {
   return {
     fault,
     sent: 0,
@@ -368,7 +372,8 @@ function emptyFigures(fault: string): FaultFigures {
     otherErrors: 0,
     processExits: 0,
     recoverMs: undefined,
-    slowestMs: 0,
+    slowestWriteMs: 0,
+    slowestHealthMs: 0,
     refused: 0,
     notes: [],
   };
@@ -483,7 +488,8 @@ class Load {
   }
 
   start(clients: number): Promise<void> {
-    return Promise.all(Array.from({ length: clients }, (_, index) => this.#writer(index))).then(() => undefined);
+    const writers = Array.from({ length: clients }, (_, index) => this.#writer(index));
+    return Promise.all([...writers, this.#healthProbe()]).then(() => undefined);
   }
 
   stop(): void {
@@ -581,6 +587,23 @@ class Load {
     }
   }
 
+  // Is the process answering at all while writes wait? One probe at a time, as a load balancer's health check.
+  async #healthProbe(): Promise<void> {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      while (this.#running) {
+        const generation = this.service.generation();
+        const outcome = this.service.alive()
+          ? await send(this.service.url(), agent, 'GET', '/healthz', undefined, undefined, this.options.requestTimeoutMs)
+          : ({ kind: 'refused' } as const);
+        if (this.#record('GET', '/healthz', outcome, false) === 'refused') await this.service.changedSince(generation, this.#stopped.promise);
+        else await pause(50);
+      }
+    } finally {
+      agent.destroy();
+    }
+  }
+
   async #create(agent: Agent, own?: number[]): Promise<'ok' | 'failed' | 'refused'> {
     const id = this.#nextId++;
     const name = `plant ${id}`;
@@ -597,7 +620,7 @@ class Load {
 
   async #write(agent: Agent, method: string, path: string, body: string, plant: PlantModel, name: string): Promise<'ok' | 'failed' | 'refused'> {
     const outcome = await send(this.service.url(), agent, method, path, CHAOS_TOKEN, body, this.options.requestTimeoutMs);
-    const verdict = this.#record(method, path, outcome);
+    const verdict = this.#record(method, path, outcome, true);
     if (verdict === 'ok') {
       plant.allowed = new Set([name]);
       plant.acknowledged = true;
@@ -609,7 +632,7 @@ class Load {
     return verdict;
   }
 
-  #record(method: string, path: string, outcome: Outcome): 'ok' | 'failed' | 'refused' {
+  #record(method: string, path: string, outcome: Outcome, write: boolean): 'ok' | 'failed' | 'refused' {
     const figures = this.figures;
     if (outcome.kind === 'refused') {
       figures.refused++;
@@ -621,12 +644,14 @@ class Load {
       this.note(`${method} ${path}: no answer (${outcome.reason})`);
       return 'failed';
     }
-    figures.slowestMs = Math.max(figures.slowestMs, outcome.ms);
+    if (write) figures.slowestWriteMs = Math.max(figures.slowestWriteMs, outcome.ms);
+    else figures.slowestHealthMs = Math.max(figures.slowestHealthMs, outcome.ms);
     const problems = answerProblems(method, path, outcome);
     if (problems.length > 0) {
       figures.outsideContract++;
       this.note(problems.join('; '));
     }
+    if (!write) return outcome.status === 200 ? 'ok' : 'failed';
     if (outcome.status >= 200 && outcome.status < 300) {
       figures.acknowledged++;
       return 'ok';
@@ -742,18 +767,24 @@ function withResolvers(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
+// What a dying process said: its first line naming an error (Node's "Unhandled 'error' event", say), and its last.
 function lastLines(text: string): string {
-  const lines = text.trim().split('\n').filter(Boolean);
-  return lines.length === 0 ? 'no stderr' : `stderr: ${lines.slice(-3).join(' | ').slice(0, 600)}`;
+  const lines = text.trim().split('\n').map((line) => line.trim()).filter(Boolean);
+  if (lines.length === 0) return 'no stderr';
+  const first = lines.find((line) => /error/i.test(line)) ?? lines[0]!;
+  return `stderr: ${first.slice(0, 300)}${first === lines.at(-1) ? '' : ` ... ${lines.at(-1)!.slice(0, 200)}`}`;
 }
 
 /** The figures as a Markdown table. */
 export function formatTable(rows: readonly FaultFigures[]): string {
-  const header = ['fault', 'sent', 'acknowledged', 'lost', 'outside contract', 'unanswered', 'other errors', 'process exits', 'recover (ms)', 'slowest (ms)'];
+  const blank = (fault: string, why: string) => [fault, why, '', '', '', '', '', '', '', '', ''];
+  const header = ['fault', 'sent', 'acknowledged', 'lost', 'outside contract', 'unanswered', 'other errors', 'process exits', 'recover (ms)', 'slowest write (ms)', 'slowest /healthz (ms)'];
   const lines = rows.map((row) =>
     row.skipped !== undefined
-      ? [row.fault, `skipped: ${row.skipped}`, '', '', '', '', '', '', '', '']
-      : [
+      ? blank(row.fault, `skipped: ${row.skipped}`)
+      : row.failed !== undefined
+        ? blank(row.fault, `harness failed: ${row.failed}`)
+        : [
           row.fault,
           row.sent,
           row.acknowledged,
@@ -763,7 +794,8 @@ export function formatTable(rows: readonly FaultFigures[]): string {
           row.otherErrors,
           row.processExits,
           row.recoverMs ?? 'never',
-          row.slowestMs,
+          row.slowestWriteMs,
+          row.slowestHealthMs,
         ].map(String),
   );
   return [header, header.map(() => '---'), ...lines].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
