@@ -299,6 +299,7 @@ export async function runFault(fault: FaultDefinition, options: ChaosOptions): P
   const cleanup = new Cleanup();
   everything.teardown(() => cleanup.run());
   let service: Service | undefined;
+  let load: Load | undefined;
   try {
     const prepared = await fault.prepare({ options, cleanup });
     service = new Service(cleanup, {
@@ -318,7 +319,7 @@ export async function runFault(fault: FaultDefinition, options: ChaosOptions): P
     };
     await service.start();
 
-    const load = new Load(service, figures, options, note);
+    load = new Load(service, figures, options, note);
     const writers = load.start(fault.clients ?? options.clients);
     log(`${fault.name}: service up, ${fault.clients ?? options.clients} writers`);
     await load.acknowledgedAtLeast(options.settleWrites, options.recoverDeadlineMs);
@@ -351,6 +352,7 @@ export async function runFault(fault: FaultDefinition, options: ChaosOptions): P
       note(`no instance to read back through: ${(error as Error).message.split('\n')[0]}`);
     }
   } finally {
+    load?.stop();
     // First the service, through its supervisor, so its end is not taken for a crash; then the rest.
     await service?.close();
     const failures = await cleanup.run();
