@@ -718,7 +718,8 @@ export function send(
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ECONNREFUSED') settle({ kind: 'refused' });
-      else settle({ kind: 'unanswered', reason: error.code ?? error.message });
+      // Which connection broke says whose it was: a kept-alive one the server closed, or a fresh one it never served.
+      else settle({ kind: 'unanswered', reason: `${error.code ?? error.message} on a ${req.reusedSocket ? 'kept-alive' : 'new'} connection` });
     });
     req.end(body);
   });
