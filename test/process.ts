@@ -32,6 +32,9 @@ export interface RunningServer extends ServerProcess {
 
 export type ServerEnv = Record<string, string>;
 
+/** What the helpers need of a tap Test: somewhere to register the kill. scripts/chaos-lib.ts passes its own. */
+export type Teardown = Pick<Test, 'teardown'>;
+
 /** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   return {
@@ -51,7 +54,7 @@ export interface SpawnOptions {
   detached?: boolean;
 }
 
-export function spawnServer(t: Test, env: ServerEnv, { command = [process.execPath, 'src/entry.js'], detached = false }: SpawnOptions = {}): ServerProcess {
+export function spawnServer(t: Teardown, env: ServerEnv, { command = [process.execPath, 'src/entry.js'], detached = false }: SpawnOptions = {}): ServerProcess {
   const [file, ...args] = command;
   const child = spawn(file!, args, {
     cwd: REPO_ROOT,
@@ -114,7 +117,7 @@ export function spawnServer(t: Test, env: ServerEnv, { command = [process.execPa
 }
 
 /** Spawns the server and resolves once it listens; rejects (with its stderr) if it exits instead. */
-export async function startServer(t: Test, env: ServerEnv, options?: SpawnOptions): Promise<RunningServer> {
+export async function startServer(t: Teardown, env: ServerEnv, options?: SpawnOptions): Promise<RunningServer> {
   const server = spawnServer(t, env, options);
   const listening = await server.waitFor('stdout', /^\{.*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}\n/m);
   return { ...server, url: listening[1]! };
