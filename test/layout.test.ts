@@ -15,6 +15,12 @@ const FORBIDDEN: Record<string, (target: string) => boolean> = {
   store: (target) => /^(fastify|@fastify\/|fastify-)/.test(target) || /^src\/(http|plants|webhooks|tokens)\//.test(target),
   tokens: (target) => /^(fastify|@fastify\/|fastify-)/.test(target) || /^src\/(http|plants|webhooks)\//.test(target),
   generated: () => true,
+  // The client runs in other people's programs: nothing of the server, no Fastify, no driver.
+  client: (target) =>
+    /^(fastify|@fastify\/|fastify-)/.test(target) ||
+    DRIVERS.includes(target) ||
+    /^src\/(http|plants|webhooks|store|tokens)\//.test(target) ||
+    ['src/app.ts', 'src/server.ts', 'src/config.ts'].includes(target),
 };
 
 /** The modules a source file imports (static, dynamic and type-only): packages by name, files from the repository root. */
