@@ -229,20 +229,22 @@ export const FAULTS: readonly FaultDefinition[] = [
     },
   },
   {
-    name: 'auth guard: anonymous failures, same address',
+    name: 'auth guard: failed authentications, same address',
     unavailable: () => undefined,
     prepare: async ({ options, cleanup }) => {
       const dir = temporaryDirectory(cleanup);
       const limit = 100;
       return {
         env: { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}`, AUTH_FAILURES_PER_MINUTE: String(limit) },
-        // One client without a token, past the guard's limit, from the address the writers share.
+        // One client past the guard's limit from the address the writers share: requests without a
+        // token, and as many guesses with wrong tokens (the ones the guard counts).
         run: async ({ service, note }) => {
           const agent = new Agent({ keepAlive: true, maxSockets: 1 });
           const statuses = new Map<number | string, number>();
           try {
-            for (let i = 0; i < limit * 1.5; i++) {
-              const outcome = await send(service.url(), agent, 'GET', '/plants', undefined, undefined, options.requestTimeoutMs);
+            for (let i = 0; i < limit * 2 + 4; i++) {
+              const guess = i % 2 === 0 ? undefined : `wrong-token-${i}-0123456789abcdef`;
+              const outcome = await send(service.url(), agent, 'GET', '/plants', guess, undefined, options.requestTimeoutMs);
               const key = outcome.kind === 'answer' ? outcome.status : outcome.kind;
               statuses.set(key, (statuses.get(key) ?? 0) + 1);
             }
