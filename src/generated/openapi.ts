@@ -418,6 +418,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 400,
+                 *       "message": "body must have required property 'name'."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -430,6 +436,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 403,
+                 *       "message": "This token lacks the scope plants:write."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -448,6 +460,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 429,
+                 *       "message": "Too many requests; retry after 12 seconds."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -460,6 +478,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 401,
+                 *       "message": "A valid bearer token is required."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -473,6 +497,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 404,
+                 *       "message": "There is no webhook with id 1."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -486,6 +516,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 404,
+                 *       "message": "There is no plant with id 1."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -499,6 +535,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 412,
+                 *       "message": "The plant has changed since the ETag in If-Match."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -512,6 +554,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 413,
+                 *       "message": "The request body is larger than 64 KiB."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -525,6 +573,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 415,
+                 *       "message": "The request body must be application/json."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -537,6 +591,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 500,
+                 *       "message": "Something went wrong on our side."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -549,6 +609,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 503,
+                 *       "message": "The service is shutting down; retry on another instance."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -568,6 +634,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 503,
+                 *       "message": "The store does not answer; retry later."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -578,6 +650,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 408,
+                 *       "message": "The request did not arrive in time."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -588,6 +666,12 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "error": 431,
+                 *       "message": "The request headers are larger than 16 KiB."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -597,6 +681,11 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "status": "ok"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Health"];
             };
         };
@@ -666,6 +755,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "name": "Monstera",
+                     *         "tag": "aroid"
+                     *       },
+                     *       {
+                     *         "id": 2,
+                     *         "name": "Pilea"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["StoredPlant"][];
                 };
             };
@@ -731,6 +833,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "A plant with id 1 already exists with different content."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -770,6 +878,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "aroid"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StoredPlant"];
                 };
             };
@@ -834,6 +949,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "aroid"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StoredPlant"];
                 };
             };
@@ -911,6 +1033,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "url": "https://example.com/hooks/plants",
+                     *         "events": [
+                     *           "plant.created"
+                     *         ],
+                     *         "createdAt": "2026-01-01T12:00:00.000Z",
+                     *         "enabled": true
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["Webhook"][];
                 };
             };
@@ -954,6 +1089,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://example.com/hooks/plants",
+                     *       "events": [
+                     *         "plant.created"
+                     *       ],
+                     *       "createdAt": "2026-01-01T12:00:00.000Z",
+                     *       "enabled": true,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
@@ -1034,6 +1181,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+                     *         "event": "plant.created",
+                     *         "status": "delivered",
+                     *         "attempts": 1,
+                     *         "createdAt": "2026-01-01T12:00:00.000Z",
+                     *         "lastAttemptAt": "2026-01-01T12:00:00.120Z",
+                     *         "lastResponseStatus": 204
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["WebhookDelivery"][];
                 };
             };
@@ -1085,6 +1245,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": 503,
+                     *       "message": "The store does not answer; the service is not ready."
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1105,6 +1271,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example # HELP http_requests_total Requests answered, by operation and status
+                     *     # TYPE http_requests_total counter
+                     *     http_requests_total{operation="getPlant",status="200"} 3
+                     */
                     "text/plain": string;
                 };
             };
@@ -1130,6 +1301,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Plant Store",
+                     *         "version": "1.0.0"
+                     *       }
+                     *     }
+                     */
                     "application/json": Record<string, never>;
                 };
             };
@@ -1155,6 +1335,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example openapi: 3.1.0
+                     *     info:
+                     *       title: Plant Store
+                     *       version: 1.0.0
+                     */
                     "application/yaml": string;
                 };
             };
@@ -1183,6 +1369,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": 1,
+                 *       "name": "Monstera",
+                 *       "tag": "aroid"
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewPlant"];
             };
         };
@@ -1221,6 +1414,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": 1,
+                 *       "name": "Monstera",
+                 *       "tag": "aroid"
+                 *     }
+                 */
                 "application/json": components["schemas"]["StoredPlant"];
             };
         };
@@ -1259,6 +1459,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": 1,
+                 *       "name": "Monstera",
+                 *       "tag": "aroid"
+                 *     }
+                 */
                 "application/json": components["schemas"]["StoredPlant"];
             };
         };

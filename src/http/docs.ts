@@ -1,17 +1,35 @@
 // The contract itself, served as written, and Swagger UI (static mode) to browse and try it.
+import { readFileSync } from 'node:fs';
 import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { documentForUi } from './docs-ui-spec.ts';
 import type { OperationHandler } from './operations.ts';
 
 export const DOCS_PREFIX = '/docs';
 
 export async function registerDocs(app: FastifyInstance, document: object): Promise<void> {
   await app.register(fastifySwagger, { mode: 'static', specification: { document: document as StaticDocumentSpec['document'] } });
+  const forUi = documentForUi(document);
+  const title = (document as { info?: { title?: string } }).info?.title ?? 'API';
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
     uiConfig: { persistAuthorization: true },
+    transformSpecificationClone: false,
+    transformSpecification: () => forUi,
+    logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
+    theme: {
+      title,
+      css: [{ filename: 'docs-ui.css', content: uiFile('docs-ui.css').toString('utf8') }],
+      js: [{ filename: 'docs-ui.js', content: uiFile('docs-ui.js').toString('utf8') }],
+      favicon: [{ filename: 'logo.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: uiFile('logo.svg') }],
+    },
   });
+}
+
+/** The browser side of the docs page (top bar, exact big integers), served by the service itself. */
+function uiFile(name: string): Buffer {
+  return readFileSync(new URL(`./docs-ui/${name}`, import.meta.url));
 }
 
 /** The contract as written (YAML, byte for byte) and as JSON, from the text `readText` gives. */

@@ -1,0 +1,59 @@
+// The copy of the contract Swagger UI draws. Swagger UI names a schema by its `title` or its $ref,
+// and types an allOf by joining its members' types without following their $refs: NewPlant
+// (allOf: [$ref Plant, {id}]) reads "(any & object)" and the createPlant body has no name. Here
+// each component schema is titled by its name and an allOf of plain objects is merged into one
+// object; the published document (/openapi.yaml, /openapi.json) is untouched.
+
+type Schema = Record<string, unknown>;
+
+const SCHEMA_REF = '#/components/schemas/';
+const PLAIN_OBJECT_KEYWORDS = new Set(['type', 'title', 'description', 'properties', 'required']);
+
+export function documentForUi(document: object): object {
+  const copy = structuredClone(document) as { components?: { schemas?: Record<string, Schema> } };
+  const schemas = copy.components?.schemas ?? {};
+  for (const [name, schema] of Object.entries(schemas)) schema.title ??= name;
+  // Components first, so a body or response merges the components' merged forms.
+  for (const [name, schema] of Object.entries(schemas)) schemas[name] = mergeAll(schema, schemas) as Schema;
+  return mergeAll(copy, schemas) as object;
+}
+
+function mergeAll(value: unknown, schemas: Record<string, Schema>): unknown {
+  if (Array.isArray(value)) return value.map((item) => mergeAll(item, schemas));
+  if (!isObject(value)) return value;
+  const walked = Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mergeAll(item, schemas)]));
+  return Array.isArray(walked.allOf) ? mergeAllOf(walked, schemas) : walked;
+}
+
+/** `{allOf: [A, B], ...rest}` as one object schema, when A and B are plain objects; else as it is. */
+function mergeAllOf(schema: Schema, schemas: Record<string, Schema>): Schema {
+  const { allOf, ...outer } = schema as Schema & { allOf: unknown[] };
+  const parts = allOf.map((part) => resolve(part, schemas));
+  if (!parts.every(isPlainObjectSchema)) return schema;
+  const onlyRef = allOf.length === 1 ? refName(allOf[0]) : undefined;
+  return {
+    ...(onlyRef === undefined ? {} : { title: onlyRef }),
+    ...outer,
+    type: 'object',
+    properties: Object.assign({}, ...parts.map((part) => part.properties), outer.properties),
+    required: [...new Set([...parts, outer].flatMap((part) => (part.required as string[] | undefined) ?? []))],
+  };
+}
+
+function resolve(part: unknown, schemas: Record<string, Schema>): unknown {
+  const name = refName(part);
+  return name === undefined ? part : schemas[name];
+}
+
+function refName(part: unknown): string | undefined {
+  const ref = isObject(part) ? part.$ref : undefined;
+  return typeof ref === 'string' && ref.startsWith(SCHEMA_REF) ? ref.slice(SCHEMA_REF.length) : undefined;
+}
+
+function isPlainObjectSchema(value: unknown): value is Schema {
+  return isObject(value) && value.type === 'object' && Object.keys(value).every((key) => PLAIN_OBJECT_KEYWORDS.has(key));
+}
+
+function isObject(value: unknown): value is Schema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
