@@ -44,11 +44,13 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   };
 }
 
-export function spawnServer(t: Test, env: ServerEnv): ServerProcess {
+/** `as` runs the server as another user (uid and gid), for a test that needs to be refused what root is allowed. */
+export function spawnServer(t: Test, env: ServerEnv, as: { uid?: number; gid?: number } = {}): ServerProcess {
   const child = spawn(process.execPath, ['src/entry.js'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...as,
   });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
@@ -112,8 +114,12 @@ export async function startServer(t: Test, env: ServerEnv): Promise<RunningServe
 }
 
 /** Runs the server until it exits on its own (a boot failure); kills it if the test ends first. */
-export async function runToExit(t: Test, env: ServerEnv): Promise<Exit & { stdout: string; stderr: string }> {
-  const server = spawnServer(t, env);
+export async function runToExit(
+  t: Test,
+  env: ServerEnv,
+  as: { uid?: number; gid?: number } = {},
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const server = spawnServer(t, env, as);
   // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;
