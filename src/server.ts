@@ -88,7 +88,7 @@ main().catch((error: unknown) => {
 function listenFailure(error: unknown, config: Config): unknown {
   const at = `PORT ${config.port} on HOST ${config.host}`;
   const advice: Record<string, string> = {
-    EADDRINUSE: `${at} is already in use: stop the process holding it, or choose another PORT (0 lets the system pick one).`,
+    EADDRINUSE: `${at} is already in use (EADDRINUSE): stop the process holding it, or choose another PORT (0 lets the system pick one).`,
     EACCES: `${at} needs privileges this user lacks: choose a PORT above 1023.`,
     EADDRNOTAVAIL: `HOST ${config.host} is not an address of this machine: use one of its addresses, 127.0.0.1, or 0.0.0.0 for all of them.`,
     ENOTFOUND: `HOST ${config.host} does not resolve to an address: use an IP address (127.0.0.1, 0.0.0.0) or a name this machine resolves.`,
