@@ -1,7 +1,6 @@
 // buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptions } from 'fastify';
-import openapiGlue from 'fastify-openapi-glue';
 import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
@@ -14,6 +13,7 @@ import { closeOnUnreadBodies } from './http/unread-body.ts';
 import { useExactJsonBodies } from './http/json.ts';
 import { loggerOptions } from './http/logging.ts';
 import { createMetrics, createMetricsHandler } from './http/metrics.ts';
+import { registerOpenapiGlue } from './http/openapi-glue.ts';
 import type { ServiceHandlers } from './http/operations.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { requestIdFor, returnRequestIds } from './http/request-id.ts';
@@ -88,7 +88,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(metrics),
   };
-  await app.register(openapiGlue, {
+  await registerOpenapiGlue(app, {
     specification,
     operationResolver: (operationId: string) => handlerFor(handlers, operationId),
     securityHandlers: { bearerAuth },

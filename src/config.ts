@@ -9,6 +9,8 @@ export interface Config {
   databaseUrl: string;
   /** Connections each instance keeps to PostgreSQL. */
   databasePoolSize: number;
+  /** How long a start keeps retrying an unreachable PostgreSQL before it gives up. */
+  databaseStartupMs: number;
   apiTokens: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per token; undefined: no limit. */
@@ -50,6 +52,7 @@ interface RawEnv {
   PORT: number;
   DATABASE_URL: string;
   DATABASE_POOL_SIZE: number;
+  DATABASE_STARTUP_TIMEOUT: string;
   API_TOKENS: string;
   LOG_LEVEL: Config['logLevel'];
   RATE_LIMIT_PER_MINUTE?: number;
@@ -74,6 +77,7 @@ const schema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     DATABASE_URL: { type: 'string', minLength: 1, default: 'sqlite:./data/plants.db' },
     DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    DATABASE_STARTUP_TIMEOUT: { type: 'string', default: '20s' },
     API_TOKENS: { type: 'string', default: '' },
     LOG_LEVEL: {
       type: 'string',
@@ -104,13 +108,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     raw = envSchema<RawEnv>({ schema, data: withoutBlanks(env), env: false, dotenv: false });
   } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${explain((error as Error).message)}`);
+    throw new ConfigError(`Invalid configuration: ${explain(error as EnvSchemaError)}`);
   }
   return {
     host: raw.HOST,
     port: raw.PORT,
     databaseUrl: raw.DATABASE_URL,
     databasePoolSize: raw.DATABASE_POOL_SIZE,
+    databaseStartupMs: durations('DATABASE_STARTUP_TIMEOUT', [raw.DATABASE_STARTUP_TIMEOUT])[0]!,
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
@@ -183,7 +188,17 @@ function isAddressOrCidr(entry: string): boolean {
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
 }
 
-// env-schema reports "env/PORT must be <= 65535"; the variable name is what an operator needs.
-function explain(message: string): string {
-  return message.replace(/env\//g, '');
+interface EnvSchemaError extends Error {
+  errors?: { instancePath: string; keyword: string; params: { allowedValues?: unknown[] } }[];
+}
+
+// env-schema reports "env/PORT must be <= 65535"; the variable name is what an operator needs,
+// and for a list of choices (LOG_LEVEL), the choices.
+function explain(error: EnvSchemaError): string {
+  const choice = error.errors?.find((detail) => detail.keyword === 'enum');
+  if (choice) {
+    const values = (choice.params.allowedValues ?? []).map(String);
+    return `${choice.instancePath.replace(/^\//, '')} must be one of ${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
+  }
+  return error.message.replace(/env\//g, '');
 }

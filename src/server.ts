@@ -10,6 +10,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
+    startupTimeoutMs: config.databaseStartupMs,
     onConnectionError: reportConnectionError,
     onLockWait: reportLockWait,
   });
@@ -49,7 +50,9 @@ async function main(): Promise<void> {
     );
   }
 
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
+    throw listenFailure(error, config);
+  });
   // With PORT=0 the system picks the port; the example must show the real one.
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
@@ -89,6 +92,20 @@ main().catch((error: unknown) => {
   process.stderr.write(`plant-store failed to start: ${describeBootFailure(error)}\n`);
   process.exit(1);
 });
+
+// Why the socket could not be opened, in terms of the two variables that choose it.
+function listenFailure(error: unknown, config: Config): unknown {
+  const at = `PORT ${config.port} on HOST ${config.host}`;
+  const advice: Record<string, string> = {
+    EADDRINUSE: `${at} is already in use (EADDRINUSE): stop the process holding it, or choose another PORT (0 lets the system pick one).`,
+    EACCES: `${at} needs privileges this user lacks: choose a PORT above 1023.`,
+    EADDRNOTAVAIL: `HOST ${config.host} is not an address of this machine: use one of its addresses, 127.0.0.1, or 0.0.0.0 for all of them.`,
+    ENOTFOUND: `HOST ${config.host} does not resolve to an address: use an IP address (127.0.0.1, 0.0.0.0) or a name this machine resolves.`,
+    EAI_AGAIN: `HOST ${config.host} could not be resolved (the name service did not answer): use an IP address such as 127.0.0.1 or 0.0.0.0.`,
+  };
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return code !== undefined && code in advice ? new ConfigError(advice[code], { cause: error }) : error;
+}
 
 // Configuration and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
 function describeBootFailure(error: unknown): string {

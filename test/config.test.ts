@@ -17,6 +17,7 @@ t.test('defaults when nothing is set', async (t) => {
     port: 3000,
     databaseUrl: 'sqlite:./data/plants.db',
     databasePoolSize: 10,
+    databaseStartupMs: 20_000,
     apiTokens: [],
     logLevel: 'info',
     authFailuresPerMinute: 100,
@@ -39,6 +40,7 @@ t.test('each variable is read', async (t) => {
       PORT: '8080',
       DATABASE_URL: 'sqlite:/var/lib/plants/plants.db',
       DATABASE_POOL_SIZE: '25',
+      DATABASE_STARTUP_TIMEOUT: '90s',
       API_TOKENS: 'token-aaaaaaaaaaaaaaaa',
       LOG_LEVEL: 'debug',
       RATE_LIMIT_PER_MINUTE: '600',
@@ -60,6 +62,7 @@ t.test('each variable is read', async (t) => {
       port: 8080,
       databaseUrl: 'sqlite:/var/lib/plants/plants.db',
       databasePoolSize: 25,
+      databaseStartupMs: 90_000,
       apiTokens: ['token-aaaaaaaaaaaaaaaa'],
       logLevel: 'debug',
       rateLimitPerMinute: 600,
@@ -85,6 +88,7 @@ t.test('rate-limit variables are validated', async (t) => {
     [{ SHUTDOWN_TIMEOUT: 'later' }, 'SHUTDOWN_TIMEOUT'],
     [{ HEADERS_TIMEOUT: '5' }, 'HEADERS_TIMEOUT'],
     [{ REDIS_TIMEOUT: 'soon' }, 'REDIS_TIMEOUT'],
+    [{ DATABASE_STARTUP_TIMEOUT: '20' }, 'DATABASE_STARTUP_TIMEOUT'],
   ] as const) {
     t.throws(() => loadConfig(env), { name: 'Error', message: new RegExp(variable) }, JSON.stringify(env));
   }
@@ -126,6 +130,10 @@ t.test('each bad value is a ConfigError naming its variable', async (t) => {
     const { message } = configError(env);
     t.match(message, new RegExp(`\\b${variable}\\b`), `${JSON.stringify(env)}: ${message}`);
   }
+});
+
+t.test('LOG_LEVEL names its allowed values', async (t) => {
+  t.equal(configError({ LOG_LEVEL: 'loud' }).message, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace or silent');
 });
 
 t.test('a refused API_TOKENS value is not echoed', async (t) => {

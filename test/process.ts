@@ -52,15 +52,23 @@ export interface SpawnOptions {
   command?: readonly string[];
   /** In a process group of its own, as a terminal's foreground job is: `process.kill(-pid)` signals the whole group. */
   detached?: boolean;
+  /** Runs the server as another user, for a test that needs to be refused what root is allowed. */
+  uid?: number;
+  gid?: number;
 }
 
-export function spawnServer(t: Teardown, env: ServerEnv, { command = [process.execPath, 'src/entry.js'], detached = false }: SpawnOptions = {}): ServerProcess {
+export function spawnServer(
+  t: Teardown,
+  env: ServerEnv,
+  { command = [process.execPath, 'src/entry.js'], detached = false, ...as }: SpawnOptions = {},
+): ServerProcess {
   const [file, ...args] = command;
   const child = spawn(file!, args, {
     cwd: REPO_ROOT,
     detached,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...as,
   });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
@@ -124,8 +132,12 @@ export async function startServer(t: Teardown, env: ServerEnv, options?: SpawnOp
 }
 
 /** Runs the server until it exits on its own (a boot failure); kills it if the test ends first. */
-export async function runToExit(t: Test, env: ServerEnv): Promise<Exit & { stdout: string; stderr: string }> {
-  const server = spawnServer(t, env);
+export async function runToExit(
+  t: Test,
+  env: ServerEnv,
+  as: { uid?: number; gid?: number } = {},
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const server = spawnServer(t, env, as);
   // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;

@@ -1,25 +1,41 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
+import { checkSqlitePath, DatabaseUrlError, postgresOpenFailure, postgresTarget, sqliteOpenFailure } from './open-failures.ts';
 import type { PostgresOptions } from './postgres.ts';
 import { SqliteStore, type SqliteOptions } from './sqlite.ts';
 import type { PlantStore } from './types.ts';
 
-export class DatabaseUrlError extends Error {}
+export { DatabaseUrlError };
 
 export type StoreOptions = Partial<PostgresOptions> & SqliteOptions;
 
 const DEFAULT_POOL_SIZE = 10;
 
+/** Opens the store; a DATABASE_URL that cannot work (bad value, unreachable, refused) throws a one-line DatabaseUrlError. */
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
-  if (databaseUrl.startsWith('sqlite:')) return new SqliteStore(sqlitePath(databaseUrl), { onLockWait: options.onLockWait });
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(sqlitePath(databaseUrl), options);
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    const target = postgresTarget(databaseUrl);
     // Loaded only here: a SQLite deployment never pays for the pg driver at boot.
-    const { PostgresStore } = await import('./postgres.ts');
-    return PostgresStore.open(databaseUrl, { poolSize: DEFAULT_POOL_SIZE, ...options });
+    const { PostgresStore, StartupGaveUpError } = await import('./postgres.ts');
+    try {
+      return await PostgresStore.open(databaseUrl, { poolSize: DEFAULT_POOL_SIZE, ...options });
+    } catch (error) {
+      throw postgresOpenFailure(error, target, error instanceof StartupGaveUpError ? error.triedForMs : undefined);
+    }
   }
   throw new DatabaseUrlError(
     'DATABASE_URL must look like sqlite:<path> (for example sqlite:./data/plants.db) or ' +
       `postgres://user:password@host:5432/database; got a "${scheme(databaseUrl)}" URL.`,
   );
+}
+
+function openSqlite(path: string, options: SqliteOptions): SqliteStore {
+  checkSqlitePath(path);
+  try {
+    return new SqliteStore(path, { onLockWait: options.onLockWait });
+  } catch (error) {
+    throw sqliteOpenFailure(error, path);
+  }
 }
 
 /** `sqlite:./data/plants.db` and `sqlite:/var/lib/plants.db` name files; `sqlite::memory:` a private in-memory database. */

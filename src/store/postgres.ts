@@ -51,9 +51,26 @@ export interface PostgresOptions {
   poolSize: number;
   /** Told about each lost or refused connection; at startup, also how long until the next try. */
   onConnectionError?: (error: Error, retryInMs?: number) => void;
-  /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s). */
+  /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s); default: no limit but time. */
   startupAttempts?: number;
+  /** How long a start keeps retrying an unreachable server (DATABASE_STARTUP_TIMEOUT); default 20 s. */
+  startupTimeoutMs?: number;
 }
+
+/** A start gave up on an unreachable server; says how long it tried. */
+export class StartupGaveUpError extends StoreUnavailableError {
+  readonly triedForMs: number;
+  readonly attempts: number;
+
+  constructor(cause: unknown, triedForMs: number, attempts: number) {
+    super(cause);
+    this.name = 'StartupGaveUpError';
+    this.triedForMs = triedForMs;
+    this.attempts = attempts;
+  }
+}
+
+const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
 
 // One outbox row per enabled subscription to the event ($1 message-id prefix, $2 event, $3 payload),
 // written in the same transaction (or statement) as the plant change.
@@ -524,15 +541,21 @@ async function migrate(pool: pg.Pool): Promise<void> {
 }
 
 async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
-  const attempts = options.startupAttempts ?? 8;
+  const attempts = options.startupAttempts ?? Infinity;
+  const started = performance.now();
+  const giveUpAt = started + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
   let delay = 250;
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (error) {
-      if (!isConnectionError(error) || attempt >= attempts) throw unavailableOr(error);
-      options.onConnectionError?.(error as Error, delay);
-      await sleep(delay);
+      if (!isConnectionError(error)) throw error;
+      const left = giveUpAt - performance.now();
+      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started, attempt);
+      // The last wait is cut short so that the last try falls on the deadline.
+      const wait = Math.min(delay, left);
+      options.onConnectionError?.(error as Error, Math.round(wait));
+      await sleep(wait);
       delay = Math.min(delay * 2, 5_000);
     }
   }
