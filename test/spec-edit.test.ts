@@ -1,0 +1,67 @@
+// A field added to Plant in openapi.yaml reaches the compiler: after `npm run generate`, the type check
+// fails at each file that must store the field, naming it, instead of the field being dropped in silence.
+// Shown in a scratch copy of the repository (its node_modules linked, not copied).
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t, { type Test } from 'tap';
+import { parseDocument } from 'yaml';
+import { REPO_ROOT } from './process.ts';
+
+const run = promisify(execFile);
+const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test'];
+/** The files that hold a plant's fields one by one: SQL, rows and migrations. */
+const MUST_CHANGE = ['src/store/sqlite.ts', 'src/store/postgres.ts', 'src/store/rows.ts', 'src/store/migrations.ts'];
+
+async function scratchCopy(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'spec-edit-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  for (const entry of COPIED) await cp(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
+  await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+/** `npm run generate` then `npm run typecheck`, in the copy, with the repository's pinned Node. */
+async function generateAndTypecheck(dir: string): Promise<{ ok: boolean; output: string }> {
+  const node = join(REPO_ROOT, 'node_modules', 'node', 'bin', 'node');
+  await run(node, ['scripts/generate.ts'], { cwd: dir });
+  try {
+    await run(node, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--pretty', 'false'], { cwd: dir, maxBuffer: 16 << 20 });
+    return { ok: true, output: '' };
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    return { ok: false, output: stdout + stderr };
+  }
+}
+
+/** Adds an optional `price` to Plant, which NewPlant and StoredPlant include. */
+async function addPrice(dir: string): Promise<void> {
+  const file = join(dir, 'openapi.yaml');
+  const spec = parseDocument(await readFile(file, 'utf8'));
+  spec.setIn(['components', 'schemas', 'Plant', 'properties', 'price'], { description: 'Price in cents', type: 'number' });
+  await writeFile(file, spec.toString());
+}
+
+t.test('the unchanged repository generates and type-checks in a scratch copy', async (t) => {
+  const result = await generateAndTypecheck(await scratchCopy(t));
+  t.ok(result.ok, result.output);
+});
+
+t.test('adding price to Plant fails the type check at every file that must store it', async (t) => {
+  const dir = await scratchCopy(t);
+  await addPrice(dir);
+  const result = await generateAndTypecheck(dir);
+  t.notOk(result.ok, 'the type check fails');
+  const generated = await readFile(join(dir, 'src/generated/openapi.ts'), 'utf8');
+  t.match(generated, /price\?: number/, 'the generated types carry the new field');
+  // One diagnostic per block: `file(line,col): error …` and its indented explanation lines.
+  const diagnostics = result.output.split(/\n(?=\S)/).filter((block) => /^\S+\(\d+,\d+\): error/.test(block));
+  for (const file of MUST_CHANGE) {
+    const errors = diagnostics.filter((block) => block.startsWith(`${file}(`));
+    t.ok(errors.some((block) => block.includes("Property 'price' is missing")), `${file} is named, with the field:\n${errors.join('\n') || result.output}`);
+  }
+  const elsewhere = diagnostics.filter((block) => !MUST_CHANGE.some((file) => block.startsWith(`${file}(`)));
+  t.same(elsewhere, [], 'the representation, handlers and store helpers need no change: the field flows through them');
+});
