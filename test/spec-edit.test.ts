@@ -2,6 +2,7 @@
 // fails at each file that must store the field, naming it, instead of the field being dropped in silence.
 // Shown in a scratch copy of the repository (its node_modules linked, not copied).
 import { execFile } from 'node:child_process';
+import { hash } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,4 +65,22 @@ t.test('adding price to Plant fails the type check at every file that must store
   }
   const elsewhere = diagnostics.filter((block) => !MUST_CHANGE.some((file) => block.startsWith(`${file}(`)));
   t.same(elsewhere, [], 'the representation, handlers and store helpers need no change: the field flows through them');
+});
+
+t.test('a field the drivers store flows through the representation, the ETag, events and comparisons', async (t) => {
+  const { toPlant, plantEtag } = await import('../src/plants/representation.ts');
+  const { eventPayload, plantWith, samePlant } = await import('../src/store/types.ts');
+  // What a driver returns once it stores `price`: the type does not know the field yet, the code must not care.
+  const priced = (price: number, order: 'name first' | 'price first' = 'name first') =>
+    (order === 'name first' ? { id: 1n, name: 'Monstera', tag: 'aroid', price } : { price, id: 1n, tag: 'aroid', name: 'Monstera' }) as PlantRecordLike;
+  type PlantRecordLike = Parameters<typeof toPlant>[0];
+  t.same(toPlant(priced(1200)), { name: 'Monstera', tag: 'aroid', price: 1200 });
+  t.same(plantWith(1n, { name: 'Monstera', tag: undefined, price: 1200 } as never), { id: 1n, name: 'Monstera', price: 1200 });
+  t.equal(eventPayload(priced(1200, 'price first')), '{"id":1,"name":"Monstera","tag":"aroid","price":1200}');
+  t.notOk(samePlant(priced(1200), priced(1300)), 'another price is another plant');
+  t.ok(samePlant(priced(1200), priced(1200, 'price first')));
+  t.not(plantEtag(priced(1200)), plantEtag(priced(1300)), 'another price, another ETag');
+  t.equal(plantEtag(priced(1200)), plantEtag(priced(1200, 'price first')), 'the order fields arrived in does not matter');
+  // The ETag of a plant without added fields is what it was before fields could be added.
+  t.equal(plantEtag({ id: 1n, name: 'Monstera', tag: 'aroid' }), `"${hash('sha256', '["1","Monstera","aroid"]', 'base64url').slice(0, 27)}"`);
 });
