@@ -19,8 +19,8 @@ const DEFAULT_PAGE_SIZE = 100;
 export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
   return {
     async createPlant(request) {
-      const { id, name, tag } = request.body;
-      const result = await store.createPlant(plantWith(id, { name, tag }));
+      const { id, ...content } = request.body;
+      const result = await store.createPlant(plantWith(id, content));
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
@@ -55,8 +55,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
 
     async replacePlant(request, reply) {
       const { id } = request.params;
-      const { name, tag } = request.body;
-      const result = await store.replacePlant(id, { name, tag }, ifMatch(request.headers['if-match']));
+      const result = await store.replacePlant(id, request.body, ifMatch(request.headers['if-match']));
       const plant = writtenPlant(result, id);
       afterChange?.();
       reply.header('etag', plantEtag(plant));

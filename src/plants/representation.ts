@@ -3,23 +3,26 @@ import { hash } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../http/errors.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
-import type { PlantRecord } from '../store/types.ts';
+import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 
 type Plant = components['schemas']['Plant'];
 type StoredPlant = components['schemas']['StoredPlant'];
 
-/** The published Plant shape: name, and tag only when the plant has one. */
-export function toPlant(plant: PlantRecord): Plant {
-  return plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag };
+/** The published Plant shape: every field but the id (a record holds no key for a field without a value). */
+export function toPlant({ id, ...plant }: PlantRecord): Plant {
+  return plant;
 }
 
 export function toStoredPlant(plant: PlantRecord): StoredPlant {
   return { id: plant.id, ...toPlant(plant) };
 }
 
-/** A strong ETag of the plant's content: equal exactly when id, name and tag are. */
-export function plantEtag(plant: PlantRecord): string {
-  const content = JSON.stringify([String(plant.id), plant.name, plant.tag ?? null]);
+/** A strong ETag of the plant's content: equal exactly when every field is. */
+export function plantEtag({ id, name, tag, ...added }: PlantRecord): string {
+  // Fields added after name and tag are hashed after them, only when present: existing ETags stay valid.
+  const fields: unknown[] = [String(id), name, tag ?? null];
+  if (Object.values(added).some((value) => value !== undefined)) fields.push(inKeyOrder(added));
+  const content = JSON.stringify(fields);
   return `"${hash('sha256', content, 'base64url').slice(0, 27)}"`;
 }
 

@@ -1,4 +1,8 @@
 // Versioned schema migrations. Each version exists once per driver; versions only ever append.
+import type { PlantContent } from './types.ts';
+
+/** The migration that gives each field of a plant its column, in both drivers: a field added to the spec fails here until one does. */
+export const PLANT_FIELD_MIGRATIONS = { name: 1, tag: 1 } satisfies Record<keyof PlantContent, number>;
 
 export interface Migration {
   version: number;

@@ -1,11 +1,10 @@
 // The storage interface the handlers see. Drivers (sqlite.ts, postgres.ts) implement it.
+import { isDeepStrictEqual } from 'node:util';
+import type { components } from '../generated/openapi.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 
-export interface PlantRecord {
-  id: bigint;
-  name: string;
-  tag?: string;
-}
+/** A plant as stored: the spec's NewPlant, so a field added to openapi.yaml reaches every driver's types. */
+export type PlantRecord = components['schemas']['NewPlant'];
 
 /** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
 export type CreateOutcome = 'created' | 'unchanged' | 'conflict';
@@ -18,6 +17,13 @@ export interface CreateResult {
 
 /** The content of a plant: everything but its identity. */
 export type PlantContent = Omit<PlantRecord, 'id'>;
+
+/**
+ * Code that handles a plant's fields one by one (SQL, rows, migrations) declares beside it
+ * `const … = { name: true, tag: true } satisfies EveryPlantField;`: a field added to Plant in
+ * openapi.yaml then fails the type check there, naming the field (README: "Adding a field, end to end").
+ */
+export type EveryPlantField = Record<keyof PlantContent, true>;
 
 export interface PageQuery {
   /** Only plants whose id is greater (keyset pagination: the page's cost does not grow with depth). */
@@ -174,15 +180,24 @@ export function pageStart(after?: bigint): bigint | undefined {
 }
 
 /** The event body: the plant as JSON, its int64 id written digit for digit. */
-export function eventPayload(plant: PlantRecord): string {
-  return JSON.stringify({ id: JSON.rawJSON(String(plant.id)), name: plant.name, ...(plant.tag !== undefined && { tag: plant.tag }) });
+export function eventPayload({ id, name, tag, ...added }: PlantRecord): string {
+  return JSON.stringify({ id: JSON.rawJSON(String(id)), name, tag, ...inKeyOrder(added) });
 }
 
-/** The plant with this id and content; no `tag` key when it has none. */
-export function plantWith(id: bigint, { name, tag }: PlantContent): PlantRecord {
-  return tag === undefined ? { id, name } : { id, name, tag };
+/** The same fields in the order of their names: the order a client sent them in must not change a payload or an ETag. */
+export function inKeyOrder<Fields extends object>(fields: Fields): Fields {
+  return Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))) as Fields;
 }
 
+/** The plant with this id and content; no key for a field it has no value for (so records compare and hash alike). */
+export function plantWith(id: bigint, content: PlantContent): PlantRecord {
+  const plant: PlantRecord = { id, ...content };
+  for (const key of Object.keys(content) as (keyof PlantContent)[]) if (plant[key] === undefined) delete plant[key];
+  return plant;
+}
+
+/** Equal in every field; a field set to undefined is the same as an absent one. */
 export function samePlant(a: PlantRecord, b: PlantRecord): boolean {
-  return a.id === b.id && a.name === b.name && (a.tag ?? null) === (b.tag ?? null);
+  const fields = new Set([...Object.keys(a), ...Object.keys(b)] as (keyof PlantRecord)[]);
+  return [...fields].every((field) => isDeepStrictEqual(a[field], b[field]));
 }

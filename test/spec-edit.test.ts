@@ -1,0 +1,86 @@
+// A field added to Plant in openapi.yaml reaches the compiler: after `npm run generate`, the type check
+// fails at each file that must store the field, naming it, instead of the field being dropped in silence.
+// Shown in a scratch copy of the repository (its node_modules linked, not copied).
+import { execFile } from 'node:child_process';
+import { hash } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t, { type Test } from 'tap';
+import { parseDocument } from 'yaml';
+import { REPO_ROOT } from './process.ts';
+
+const run = promisify(execFile);
+const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test'];
+/** The files that hold a plant's fields one by one: SQL, rows and migrations. */
+const MUST_CHANGE = ['src/store/sqlite.ts', 'src/store/postgres.ts', 'src/store/rows.ts', 'src/store/migrations.ts'];
+
+async function scratchCopy(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'spec-edit-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  for (const entry of COPIED) await cp(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
+  await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+/** `npm run generate` then `npm run typecheck`, in the copy, with the repository's pinned Node. */
+async function generateAndTypecheck(dir: string): Promise<{ ok: boolean; output: string }> {
+  const node = join(REPO_ROOT, 'node_modules', 'node', 'bin', 'node');
+  await run(node, ['scripts/generate.ts'], { cwd: dir });
+  try {
+    await run(node, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--pretty', 'false'], { cwd: dir, maxBuffer: 16 << 20 });
+    return { ok: true, output: '' };
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    return { ok: false, output: stdout + stderr };
+  }
+}
+
+/** Adds an optional `price` to Plant, which NewPlant and StoredPlant include. */
+async function addPrice(dir: string): Promise<void> {
+  const file = join(dir, 'openapi.yaml');
+  const spec = parseDocument(await readFile(file, 'utf8'));
+  spec.setIn(['components', 'schemas', 'Plant', 'properties', 'price'], { description: 'Price in cents', type: 'number' });
+  await writeFile(file, spec.toString());
+}
+
+t.test('the unchanged repository generates and type-checks in a scratch copy', async (t) => {
+  const result = await generateAndTypecheck(await scratchCopy(t));
+  t.ok(result.ok, result.output);
+});
+
+t.test('adding price to Plant fails the type check at every file that must store it', async (t) => {
+  const dir = await scratchCopy(t);
+  await addPrice(dir);
+  const result = await generateAndTypecheck(dir);
+  t.notOk(result.ok, 'the type check fails');
+  const generated = await readFile(join(dir, 'src/generated/openapi.ts'), 'utf8');
+  t.match(generated, /price\?: number/, 'the generated types carry the new field');
+  // One diagnostic per block: `file(line,col): error …` and its indented explanation lines.
+  const diagnostics = result.output.split(/\n(?=\S)/).filter((block) => /^\S+\(\d+,\d+\): error/.test(block));
+  for (const file of MUST_CHANGE) {
+    const errors = diagnostics.filter((block) => block.startsWith(`${file}(`));
+    t.ok(errors.some((block) => block.includes("Property 'price' is missing")), `${file} is named, with the field:\n${errors.join('\n') || result.output}`);
+  }
+  const elsewhere = diagnostics.filter((block) => !MUST_CHANGE.some((file) => block.startsWith(`${file}(`)));
+  t.same(elsewhere, [], 'the representation, handlers and store helpers need no change: the field flows through them');
+});
+
+t.test('a field the drivers store flows through the representation, the ETag, events and comparisons', async (t) => {
+  const { toPlant, plantEtag } = await import('../src/plants/representation.ts');
+  const { eventPayload, plantWith, samePlant } = await import('../src/store/types.ts');
+  // What a driver returns once it stores `price`: the type does not know the field yet, the code must not care.
+  const priced = (price: number, order: 'name first' | 'price first' = 'name first') =>
+    (order === 'name first' ? { id: 1n, name: 'Monstera', tag: 'aroid', price } : { price, id: 1n, tag: 'aroid', name: 'Monstera' }) as PlantRecordLike;
+  type PlantRecordLike = Parameters<typeof toPlant>[0];
+  t.same(toPlant(priced(1200)), { name: 'Monstera', tag: 'aroid', price: 1200 });
+  t.same(plantWith(1n, { name: 'Monstera', tag: undefined, price: 1200 } as never), { id: 1n, name: 'Monstera', price: 1200 });
+  t.equal(eventPayload(priced(1200, 'price first')), '{"id":1,"name":"Monstera","tag":"aroid","price":1200}');
+  t.notOk(samePlant(priced(1200), priced(1300)), 'another price is another plant');
+  t.ok(samePlant(priced(1200), priced(1200, 'price first')));
+  t.not(plantEtag(priced(1200)), plantEtag(priced(1300)), 'another price, another ETag');
+  t.equal(plantEtag(priced(1200)), plantEtag(priced(1200, 'price first')), 'the order fields arrived in does not matter');
+  // The ETag of a plant without added fields is what it was before fields could be added.
+  t.equal(plantEtag({ id: 1n, name: 'Monstera', tag: 'aroid' }), `"${hash('sha256', '["1","Monstera","aroid"]', 'base64url').slice(0, 27)}"`);
+});
