@@ -39,10 +39,11 @@ async function get(t: Test, app: FastifyInstance, url: string, headers: Record<s
   return decoded;
 }
 
-async function storeWithPage(t: Test): Promise<{ app: FastifyInstance; plain: string }> {
+/** A store of 1,000 plants, and their page as plain JSON; longer names make a page of over 64 KiB. */
+async function storeWithPage(t: Test, nameLength = 0): Promise<{ app: FastifyInstance; plain: string }> {
   const built = await build(t);
   for (let id = 1; id <= 1000; id++) {
-    await built.store.createPlant({ id: BigInt(id), name: `plant number ${id}`, ...(id % 3 === 0 && { tag: 'fern' }) });
+    await built.store.createPlant({ id: BigInt(id), name: `plant number ${id}`.padEnd(nameLength, '.'), ...(id % 3 === 0 && { tag: 'fern' }) });
   }
   const plain = await get(t, built.app, PAGE, AUTH);
   t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: plain JSON');
@@ -101,8 +102,10 @@ t.test('small answers stay plain whatever the client accepts', async (t) => {
   t.equal(shortPage.headers['content-encoding'], undefined, 'a page under the threshold is sent plain');
 });
 
-t.test('over a real socket, a brotli page arrives whole and decodes to the plain one', async (t) => {
-  const { app, plain } = await storeWithPage(t);
+// Pages over 64 KiB are compressed as a stream (chunked), smaller ones in one call: this one streams.
+t.test('over a real socket, a brotli page of over 64 KiB arrives whole and decodes to the plain one', async (t) => {
+  const { app, plain } = await storeWithPage(t, 100);
+  t.ok(plain.length > 64 * 1024, `a page of ${plain.length} bytes`);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const answer = await new Promise<{ headers: Record<string, unknown>; raw: Buffer }>((resolve, reject) => {

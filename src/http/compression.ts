@@ -33,5 +33,9 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
     zlibOptions: { level: 6 },
     // Request bodies stay plain JSON: no Content-Encoding on requests, as the contract says.
     globalDecompression: false,
+    // Up to 64 KiB (a typical page of 1,000 plants is 30-40 KB) compress in one synchronous call,
+    // under a millisecond of the event loop: the stream path through the thread pool cost a third
+    // more CPU per page on two cores (1,300 against 950 µs in npm run bench). Larger pages stream.
+    syncThreshold: 64 * 1024,
   });
 }
