@@ -3,14 +3,16 @@
 // SQLite file, and (4) on PostgreSQL when BENCH_DATABASE_URL names an empty database. All run side
 // by side; autocannon drives each scenario against one target after the other, at the same
 // concurrency and duration, so a ratio compares rows measured moments apart. Scenarios: create
-// (unique ids), get by id, a list page of 100 and an unauthenticated request (401); then, for the
-// service, it fills the store to 1,000,000 plants and runs the create row again. Each row prints
+// (unique ids), get by id, a list page of 100 and an unauthenticated request (401); for the service
+// only, a page of 1,000 plain, with `Accept-Encoding: gzip` and with `br`; then, for the service,
+// it fills the store to 1,000,000 plants and runs the create row again. Each row prints
 // requests/s, p50, p99, errors, the ratio to the ceiling (the faster of the two bare servers: on a
 // shared 2-core machine either can come out ahead), the server's CPU time per request and the
-// share of CPU time the hypervisor gave other guests (steal). Every answer is checked for its
-// status. The service runs as `npm start` runs it (the same Node flags); its startup is the median
-// of three starts to the first answer.
-// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL.
+// share of CPU time the hypervisor gave other guests (steal) and the bytes received per answer,
+// headers included. Every answer is checked for its status. The service runs as `npm start` runs
+// it (the same Node flags); its startup is the median of three starts to the first answer.
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL, and BENCH_ONLY:
+// run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,11 +26,14 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+const ONLY = process.env.BENCH_ONLY ?? '';
 
 interface Scenario {
   name: string;
   expected: number;
   request: () => autocannon.Request[];
+  /** Not run against the bare servers, whose constant answer says nothing of it. */
+  serviceOnly?: boolean;
 }
 
 interface Row {
@@ -42,6 +47,8 @@ interface Row {
   cpuUs: number;
   /** The share of the machine's CPU time the hypervisor gave to other guests during the row, in %. */
   stealPercent: number;
+  /** Bytes received per answer, headers included. */
+  bytesPerAnswer: number;
 }
 
 const BASELINES = ['node:http', 'fastify route'];
@@ -63,13 +70,26 @@ function creates(name: string, firstId: number): Scenario {
   };
 }
 
-const scenarios: Scenario[] = [
-  creates('create (unique ids)', 1_000_001),
+/** The first 1,000 plants (the seeded ones) in one page, with the given Accept-Encoding. */
+function pageOf1000(encoding?: string): Scenario {
+  const headers = encoding === undefined ? AUTH : { ...AUTH, 'accept-encoding': encoding };
+  const name = `page of 1,000, ${encoding ?? 'plain'}`;
+  return { name, expected: 200, serviceOnly: true, request: () => [{ method: 'GET', path: '/plants?limit=1000', headers }] };
+}
+
+const createRow = creates('create (unique ids)', 1_000_001);
+const allScenarios: Scenario[] = [
+  createRow,
   { name: 'get by id', expected: 200, request: () => [{ method: 'GET', path: '/plants/500', headers: AUTH }] },
   { name: 'list page of 100', expected: 200, request: () => [{ method: 'GET', path: '/plants?limit=100', headers: AUTH }] },
   { name: 'unauthenticated (401)', expected: 401, request: () => [{ method: 'GET', path: '/plants/500' }] },
+  pageOf1000(),
+  pageOf1000('gzip'),
+  pageOf1000('br'),
 ];
+const scenarios = allScenarios.filter((scenario) => scenario.name.includes(ONLY));
 const createAtLarge = creates(`create at ${LARGE_STORE.toLocaleString('en')} plants`, LARGE_BASE + 1);
+const runsAtLarge = createAtLarge.name.includes(ONLY);
 
 interface Target {
   name: string;
@@ -107,10 +127,10 @@ try {
   // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
   // minutes, and a row should be compared with ceilings measured seconds, not minutes, apart.
   // A second of each first, unrecorded: the figures are for warmed-up (JIT-compiled) servers.
-  for (const scenario of scenarios) for (const target of running) await drive(target, scenario, WARM_UP_SECONDS);
-  for (const scenario of scenarios) for (const target of running) rows.push(await drive(target, scenario));
+  for (const [scenario, target] of pairs()) await drive(target, scenario, WARM_UP_SECONDS);
+  for (const [scenario, target] of pairs()) rows.push(await drive(target, scenario));
   for (const target of running) {
-    if (target.baseline) continue;
+    if (target.baseline || !runsAtLarge) continue;
     await fillTo(target.env.DATABASE_URL!, LARGE_STORE);
     rows.push(await drive(target, createAtLarge));
   }
@@ -119,6 +139,13 @@ try {
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Scenario by scenario, each target that runs it. */
+function pairs(): [Scenario, Running][] {
+  return scenarios.flatMap((scenario) =>
+    running.filter((target) => !(scenario.serviceOnly && target.baseline)).map((target): [Scenario, Running] => [scenario, target]),
+  );
 }
 
 /** The service's command line as `npm start` has it, Node flags included, so both run the same. */
@@ -187,6 +214,7 @@ async function drive(target: Running, scenario: Scenario, duration = DURATION): 
     errors: result.errors + result.timeouts + wrongStatus,
     cpuUs: (cpuMicroseconds(pid) - cpuBefore) / Math.max(1, result.requests.total),
     stealPercent: stealPercent(machineBefore, machineCpuTicks()),
+    bytesPerAnswer: result.throughput.total / Math.max(1, result.requests.total),
   };
 }
 
@@ -280,7 +308,7 @@ async function seed(port: number): Promise<void> {
 
 /** Against the ceiling of the same scenario (the large-store create against the create ceiling). */
 function ratio(row: Row): string {
-  const scenario = row.scenario === createAtLarge.name ? scenarios[0]!.name : row.scenario;
+  const scenario = row.scenario === createAtLarge.name ? createRow.name : row.scenario;
   const bare = rows.filter((candidate) => BASELINES.includes(candidate.target) && candidate.scenario === scenario);
   return bare.length > 0 ? (row.rps / Math.max(...bare.map((candidate) => candidate.rps))).toFixed(2) : '-';
 }
@@ -290,7 +318,8 @@ function largeStoreNotes(): string[] {
   return rows
     .filter((row) => row.scenario === createAtLarge.name)
     .map((large) => {
-      const empty = rows.find((row) => row.target === large.target && row.scenario === scenarios[0]!.name)!;
+      const empty = rows.find((row) => row.target === large.target && row.scenario === createRow.name);
+      if (!empty) return `${large.target}: ${createAtLarge.name} ${large.rps.toFixed(0)}/s`;
       const change = ((large.rps / empty.rps - 1) * 100).toFixed(1);
       return `${large.target}: ${createAtLarge.name} ${large.rps.toFixed(0)}/s against ${empty.rps.toFixed(0)}/s on an almost empty store (${change}%)`;
     });
@@ -306,14 +335,14 @@ function print(): void {
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
-      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}`,
+      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}${'bytes/ans'.padStart(11)}`,
   );
   // Grouped by target, in the order the targets were started.
   for (const row of targets.flatMap((target) => rows.filter((row) => row.target === target.name))) {
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
         `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}` +
-        `${row.stealPercent.toFixed(1).padStart(9)}`,
+        `${row.stealPercent.toFixed(1).padStart(9)}${row.bytesPerAnswer.toFixed(0).padStart(11)}`,
     );
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);

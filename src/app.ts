@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
+import { registerCompression } from './http/compression.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
 import { createFailureLimiter } from './http/failure-limiter.ts';
@@ -50,6 +51,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
   useExactJsonBodies(app);
+  await registerCompression(app); // before any route is added: its onRoute hook picks the compressed ones
   const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
   const store = metrics.instrument(plainStore);
 

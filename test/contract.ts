@@ -58,7 +58,17 @@ export function contractProblems(method: string, url: string, response: Response
 
 // The headers whose presence is part of the contract. Transport headers (Date, Content-Length,
 // Connection) and X-Request-Id, which every answer carries (see info.description), are not listed.
-const CONTRACT_HEADERS = ['etag', 'link', 'retry-after', 'www-authenticate', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+const CONTRACT_HEADERS = [
+  'content-encoding',
+  'etag',
+  'link',
+  'retry-after',
+  'vary',
+  'www-authenticate',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+];
 
 function undocumentedHeaders(documented: Json, headers: Record<string, unknown>): string[] {
   const declared = new Set(Object.keys(documented.headers ?? {}).map((name) => name.toLowerCase()));

@@ -712,6 +712,13 @@ export interface components {
         /** @description Strong validator of the plant's current content */
         ETag: string;
         /**
+         * @description `br` or `gzip`, when the body is compressed: only answers of 1 KiB or more, by the
+         *     client's `Accept-Encoding` (brotli preferred on a tie); otherwise absent and the body is plain
+         */
+        "Content-Encoding": "br" | "gzip";
+        /** @description `accept-encoding` on a compressed answer: the body depends on the request's `Accept-Encoding` */
+        Vary: string;
+        /**
          * @description `close` when the connection closes after this answer: the request's body was not read
          *     (see "Unread bodies" above), the request could not be parsed, or the instance is
          *     shutting down
@@ -747,6 +754,8 @@ export interface operations {
             /** @description A page of plants */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     /** @description `<URL of the next page>; rel="next"`, present only when more plants follow */
                     Link?: string;
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1027,6 +1036,8 @@ export interface operations {
             /** @description The subscriptions */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1175,6 +1186,8 @@ export interface operations {
             /** @description The deliveries */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1268,6 +1281,8 @@ export interface operations {
             /** @description The metrics */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1298,6 +1313,8 @@ export interface operations {
             /** @description The OpenAPI document */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1332,6 +1349,8 @@ export interface operations {
             /** @description The OpenAPI document */
             200: {
                 headers: {
+                    "Content-Encoding": components["headers"]["Content-Encoding"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
