@@ -165,7 +165,7 @@ async function pageServer(t: Test, script: () => string): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-t.test('in headless Chromium, a page on an allowed origin uses the API with a token; another origin is refused', { skip }, async (t) => {
+t.test('in headless Chromium, a page on an allowed origin uses the API with a token; another origin is refused', { skip, timeout: 120_000 }, async (t) => {
   const { chromium } = await import('playwright-core');
   let apiUrl = '';
   const appOrigin = await pageServer(t, () => pageScript(apiUrl, TOKEN));
