@@ -4,6 +4,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptio
 import type { Config } from './config.ts';
 import { createBearerAuth } from './http/auth.ts';
 import { registerCompression } from './http/compression.ts';
+import { allowCrossOrigin } from './http/cors.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
 import { createFailureLimiter } from './http/failure-limiter.ts';
@@ -33,7 +34,7 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
   >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
@@ -48,6 +49,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   const lifecycle = installLifecycle(app); // then nothing new starts while closing
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
+  await allowCrossOrigin(app, config.corsOrigins); // after the error handler (its OPTIONS route answers Error bodies), before auth
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
   useExactJsonBodies(app);

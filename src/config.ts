@@ -21,6 +21,8 @@ export interface Config {
   authFailuresPerMinute: number;
   /** Fastify's trustProxy: which peers' X-Forwarded-For to believe for the client address. */
   trustProxy: boolean | number | string[];
+  /** Origins (scheme://host[:port]) whose pages may call the API from a browser; empty: none. */
+  corsOrigins: string[];
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
 }
@@ -59,6 +61,7 @@ interface RawEnv {
   REDIS_URL?: string;
   AUTH_FAILURES_PER_MINUTE: number;
   TRUST_PROXY: string;
+  CORS_ORIGINS: string;
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
@@ -88,6 +91,7 @@ const schema = {
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
     TRUST_PROXY: { type: 'string', default: 'false' },
+    CORS_ORIGINS: { type: 'string', default: '' },
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
@@ -120,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
+    corsOrigins: parseOrigins(raw.CORS_ORIGINS),
     webhooks: {
       allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
@@ -186,6 +191,27 @@ function isAddressOrCidr(entry: string): boolean {
   const family = isIP(address);
   if (family === 0 || rest.length > 0) return false;
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+// Browsers send Origin serialized exactly as URL.origin does, and it is matched exactly: an entry
+// with a path, a trailing slash, upper case or a default port would never match, so it is refused.
+function parseOrigins(list: string): string[] {
+  const origins = list.split(',').map((origin) => origin.trim()).filter(Boolean);
+  if (!origins.every(isSerializedOrigin)) {
+    throw new ConfigError(
+      'Invalid configuration: CORS_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, host and port only, no path or trailing slash)',
+    );
+  }
+  return origins;
+}
+
+// A DNS name or an IP address: WHATWG URLs also take hosts such as *.example.com, no origin a browser sends.
+const ORIGIN_HOST = /^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/;
+
+function isSerializedOrigin(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === text && ORIGIN_HOST.test(url.hostname);
 }
 
 interface EnvSchemaError extends Error {

@@ -22,6 +22,7 @@ t.test('defaults when nothing is set', async (t) => {
     logLevel: 'info',
     authFailuresPerMinute: 100,
     trustProxy: false,
+    corsOrigins: [],
     webhooks: {
       allowPrivateNetworks: false,
       retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
@@ -47,6 +48,7 @@ t.test('each variable is read', async (t) => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       AUTH_FAILURES_PER_MINUTE: '0',
       TRUST_PROXY: '10.0.0.0/8',
+      CORS_ORIGINS: 'https://app.example.com,http://localhost:5173',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m',
       WEBHOOK_TIMEOUT: '3s',
@@ -69,6 +71,7 @@ t.test('each variable is read', async (t) => {
       redisUrl: 'redis://127.0.0.1:6379',
       authFailuresPerMinute: 0,
       trustProxy: ['10.0.0.0/8'],
+      corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
       timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownMs: 30_000, redisMs: 250 },
     },
@@ -159,6 +162,36 @@ t.test('TRUST_PROXY: false, true, a hop count, or addresses and CIDRs, as Fastif
   for (const value of ['yes', '-1', '1.5', '10.0.0.0/33', '10.0.0.256', 'proxy.internal', '10.0.0.1,,', '10.0.0.1;10.0.0.2']) {
     const { message } = configError({ TRUST_PROXY: value });
     t.match(message, /^Invalid configuration: TRUST_PROXY takes /, `TRUST_PROXY=${value}: ${message}`);
+    t.notMatch(message, /\n/, 'one line');
+  }
+});
+
+t.test('CORS_ORIGINS takes exact origins, as browsers send them in Origin', async (t) => {
+  t.same(loadConfig({ CORS_ORIGINS: 'https://app.example.com' }).corsOrigins, ['https://app.example.com']);
+  t.same(loadConfig({ CORS_ORIGINS: ' https://app.example.com , http://localhost:5173,http://127.0.0.1:8080 ' }).corsOrigins, [
+    'https://app.example.com',
+    'http://localhost:5173',
+    'http://127.0.0.1:8080',
+  ]);
+  t.same(loadConfig({ CORS_ORIGINS: 'http://[::1]:3000,https://xn--bcher-kva.example' }).corsOrigins, ['http://[::1]:3000', 'https://xn--bcher-kva.example']);
+  t.same(loadConfig({ CORS_ORIGINS: '' }).corsOrigins, [], 'empty is the default: no cross-origin access');
+  const notOrigins = [
+    'app.example.com',
+    'https://app.example.com/',
+    'https://app.example.com/app',
+    'https://App.Example.com',
+    'https://app.example.com:443',
+    'https://*.example.com',
+    'https://app_example.com',
+    'http://[::1',
+    '*',
+    'null',
+    'ftp://files.example.com',
+    'https://app.example.com;https://admin.example.com',
+  ];
+  for (const value of notOrigins) {
+    const { message } = configError({ CORS_ORIGINS: value });
+    t.match(message, /^Invalid configuration: CORS_ORIGINS must be comma-separated origins such as https:\/\/app\.example\.com/, `CORS_ORIGINS=${value}: ${message}`);
     t.notMatch(message, /\n/, 'one line');
   }
 });

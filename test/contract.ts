@@ -70,9 +70,14 @@ const CONTRACT_HEADERS = [
   'x-ratelimit-reset',
 ];
 
+// CORS: these two go with every answer to a listed Origin (see info.description); any other
+// Access-Control-* header (a preflight's) must be documented on the response that sends it.
+const CORS_ON_EVERY_ANSWER = new Set(['access-control-allow-origin', 'access-control-expose-headers']);
+
 function undocumentedHeaders(documented: Json, headers: Record<string, unknown>): string[] {
   const declared = new Set(Object.keys(documented.headers ?? {}).map((name) => name.toLowerCase()));
-  return CONTRACT_HEADERS.filter((name) => headers[name] !== undefined && !declared.has(name));
+  const cors = Object.keys(headers).filter((name) => name.toLowerCase().startsWith('access-control-') && !CORS_ON_EVERY_ANSWER.has(name.toLowerCase()));
+  return [...CONTRACT_HEADERS, ...cors].filter((name) => headers[name] !== undefined && !declared.has(name.toLowerCase()));
 }
 
 function findOperation(method: string, url: string): { path: string; operation: Json } | undefined {

@@ -54,6 +54,7 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
       logLevel: 'silent',
       authFailuresPerMinute: 100,
       trustProxy: false,
+      corsOrigins: [],
       ...options,
       webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
       timeouts: options.timeouts ?? loadConfig({}).timeouts,
