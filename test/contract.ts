@@ -77,7 +77,15 @@ const CORS_ON_EVERY_ANSWER = new Set(['access-control-allow-origin', 'access-con
 function undocumentedHeaders(documented: Json, headers: Record<string, unknown>): string[] {
   const declared = new Set(Object.keys(documented.headers ?? {}).map((name) => name.toLowerCase()));
   const cors = Object.keys(headers).filter((name) => name.toLowerCase().startsWith('access-control-') && !CORS_ON_EVERY_ANSWER.has(name.toLowerCase()));
-  return [...CONTRACT_HEADERS, ...cors].filter((name) => headers[name] !== undefined && !declared.has(name.toLowerCase()));
+  return [...CONTRACT_HEADERS, ...cors].filter(
+    (name) => headers[name] !== undefined && !declared.has(name.toLowerCase()) && !(name === 'vary' && onlyVaryOrigin(headers[name])),
+  );
+}
+
+// `Vary: Origin` goes with every answer while CORS_ORIGINS is set (info.description says so);
+// any other Vary (Accept-Encoding) must be documented on the response that sends it.
+function onlyVaryOrigin(value: unknown): boolean {
+  return String(value).split(',').every((token) => token.trim().toLowerCase() === 'origin');
 }
 
 function findOperation(method: string, url: string): { path: string; operation: Json } | undefined {
