@@ -46,10 +46,12 @@ export interface AppDependencies {
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
   returnRequestIds(app); // first, so that every answer carries the id, the 503 while closing included
+  installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
+  // After the error handler (its OPTIONS route answers Error bodies), before the closing check and
+  // auth, so that a page can read every answer, the 503 while closing and the 401 included.
+  await allowCrossOrigin(app, config.corsOrigins);
   const lifecycle = installLifecycle(app); // then nothing new starts while closing
   app.setValidatorCompiler(validatorCompiler);
-  installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
-  await allowCrossOrigin(app, config.corsOrigins); // after the error handler (its OPTIONS route answers Error bodies), before auth
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
   useExactJsonBodies(app);

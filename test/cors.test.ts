@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { openRaw, tryConnect } from './raw-http.ts';
 import t, { type Test } from 'tap';
 import { api, AUTH, build, TOKEN } from './helper.ts';
 import { spec } from './contract.ts';
@@ -84,6 +85,27 @@ t.test('an origin not in the list gets no CORS headers, and its preflight a 403'
 
   const sameOrigin = await api(t, app, { url: '/plants', headers: AUTH });
   t.same(corsHeaders(sameOrigin.headers), [], 'a request without Origin (same origin, curl) gets none either');
+});
+
+t.test('the 503 of an instance that is shutting down is readable by an allowed page', async (t) => {
+  const { app } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as AddressInfo).port;
+  const request = `GET /plants HTTP/1.1\r\nHost: plants.test\r\nOrigin: ${APP_ORIGIN}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`;
+  const connection = await openRaw(port);
+  connection.socket.write(request);
+  t.equal((await connection.response(0)).status, 200, 'a keep-alive connection, idle');
+
+  const closing = app.close();
+  while ((await tryConnect(port)) !== 'ECONNREFUSED') {
+    // accepted: close() has not reached the listener yet
+  }
+  connection.socket.write(request);
+  const late = await connection.response(1);
+  t.equal(late.status, 503, 'the request that arrived while closing is refused with 503');
+  t.equal(late.headers['access-control-allow-origin'], APP_ORIGIN, 'and the page may read it, Retry-After included');
+  t.match(String(late.headers['access-control-expose-headers']), /retry-after/i);
+  await closing;
 });
 
 t.test('without CORS_ORIGINS nothing is cross-origin and CORS costs nothing', async (t) => {
