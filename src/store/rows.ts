@@ -56,6 +56,7 @@ export interface ClaimedRow {
   payload: string;
   attempts: Int;
   subscription_id: bigint;
+  traceparent: string | null;
   url: string;
   secret: string;
 }
@@ -112,5 +113,6 @@ export function toClaimed(row: ClaimedRow): ClaimedDelivery {
     subscriptionId: row.subscription_id,
     url: row.url,
     secret: row.secret,
+    ...(row.traceparent !== null && { traceparent: row.traceparent }),
   };
 }

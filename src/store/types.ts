@@ -109,6 +109,8 @@ export interface ClaimedDelivery {
   url: string;
   secret: string;
   subscriptionId: bigint;
+  /** The W3C traceparent of the request that changed the plant, when it was traced. */
+  traceparent?: string;
 }
 
 export type AttemptOutcome =

@@ -1,0 +1,161 @@
+// OpenTelemetry traces end to end: the real server process exports to a real OTLP/HTTP receiver
+// (JSON) on loopback, which also plays the webhook subscriber. A client's traceparent is continued
+// by the request span (named by operationId), store calls are its children, the request's log
+// lines carry its trace id, and the webhook delivery carries the trace of the create behind it.
+import t, { type Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serverEnv, startServer, type RunningServer } from './process.ts';
+
+const TOKEN = 'otel-test-token-0123456789abcdef';
+const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+/** Bounds every wait, so that a missing span fails the test with its name rather than at tap's timeout. */
+const WAIT_LIMIT_MS = 60_000;
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  attributes?: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+}
+
+interface Collector {
+  url: string;
+  spans: OtlpSpan[];
+  webhooks: IncomingHttpHeaders[];
+  /** Resolves with the first value `find` returns once something has arrived; rejects after WAIT_LIMIT_MS. */
+  until<T>(what: string, find: () => T | undefined): Promise<T>;
+}
+
+/** An OTLP/HTTP receiver (POST /v1/traces, JSON) and a webhook subscriber (POST /hook) on one port. */
+async function startCollector(t: Test): Promise<Collector> {
+  const spans: OtlpSpan[] = [];
+  const webhooks: IncomingHttpHeaders[] = [];
+  const waiters = new Set<() => void>();
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.url === '/v1/traces') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
+        };
+        for (const resource of body.resourceSpans) for (const scope of resource.scopeSpans) spans.push(...scope.spans);
+      } else {
+        webhooks.push(request.headers);
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      for (const wake of [...waiters]) wake();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    webhooks,
+    until: (what, find) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`never arrived: ${what}`));
+        }, WAIT_LIMIT_MS);
+        function check(): void {
+          const found = find();
+          if (found === undefined) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(found);
+        }
+        waiters.add(check);
+        check();
+      }),
+  };
+}
+
+function clientTrace(): { traceId: string; spanId: string; traceparent: string } {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
+}
+
+function attribute(span: OtlpSpan, key: string): string | undefined {
+  return span.attributes?.find((entry) => entry.key === key)?.value.stringValue;
+}
+
+/** The JSON log lines the request with this id wrote. */
+function logLinesOf(server: RunningServer, requestId: string): { msg: string; trace_id?: string; span_id?: string }[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.includes(`"reqId":"${requestId}"`))
+    .map((line) => JSON.parse(line) as { msg: string; trace_id?: string; span_id?: string });
+}
+
+t.test('with an OTLP endpoint, requests, store calls and webhook deliveries are traced', async (t) => {
+  const collector = await startCollector(t);
+  const dir = t.testdir();
+  const server = await startServer(
+    t,
+    serverEnv(dir, {
+      API_TOKENS: TOKEN,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    }),
+  );
+  const subscribed = await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: `${collector.url}/hook` }) });
+  t.equal(subscribed.status, 201, 'a webhook subscriber');
+
+  const create = clientTrace();
+  const created = await fetch(`${server.url}/plants`, {
+    method: 'POST',
+    headers: { ...headers, traceparent: create.traceparent },
+    body: JSON.stringify({ id: 7, name: 'Monstera' }),
+  });
+  t.equal(created.status, 200, 'the plant is created');
+
+  const get = clientTrace();
+  const got = await fetch(`${server.url}/plants/7`, { headers: { authorization: headers.authorization, traceparent: get.traceparent } });
+  t.equal(got.status, 200);
+  const requestId = got.headers.get('x-request-id')!;
+
+  const requestSpan = await collector.until('the getPlant span', () => collector.spans.find((span) => span.name === 'getPlant'));
+  t.equal(requestSpan.traceId, get.traceId, "the request span continues the client's trace");
+  t.equal(requestSpan.parentSpanId, get.spanId, "its parent is the client's span");
+  const storeSpan = await collector.until('the store.getPlant span', () =>
+    collector.spans.find((span) => span.name === 'store.getPlant' && span.traceId === get.traceId),
+  );
+  t.equal(storeSpan.parentSpanId, requestSpan.spanId, 'the store call is a child of the request span');
+  t.equal(attribute(storeSpan, 'db.system.name'), 'sqlite', 'naming the database');
+
+  const createSpan = await collector.until('the createPlant span', () => collector.spans.find((span) => span.name === 'createPlant'));
+  t.equal(createSpan.traceId, create.traceId, 'the create continues its own client trace');
+  t.equal(createSpan.parentSpanId, create.spanId);
+  t.ok(
+    collector.spans.some((span) => span.name === 'store.createPlant' && span.parentSpanId === createSpan.spanId),
+    'the create body arrived asynchronously, yet its store call is still a child of its span',
+  );
+
+  await server.waitFor('stdout', new RegExp(`"reqId":"${requestId}"[^\\n]*"msg":"request completed"`));
+  const lines = logLinesOf(server, requestId).filter((line) => line.msg !== 'incoming request');
+  t.ok(lines.length > 0, 'the request logged');
+  for (const line of lines) {
+    t.equal(line.trace_id, get.traceId, `"${line.msg}" carries the trace id`);
+    t.equal(line.span_id, requestSpan.spanId, `"${line.msg}" carries the request span id`);
+  }
+
+  const delivery = await collector.until('the webhook delivery', () => collector.webhooks.find((received) => received['webhook-event'] === 'plant.created'));
+  const [, traceId, parentId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(String(delivery.traceparent)) ?? [];
+  t.equal(traceId, create.traceId, "the delivery's traceparent continues the trace of the create");
+  const deliverySpan = await collector.until('the webhook.deliver span', () =>
+    collector.spans.find((span) => span.name === 'webhook.deliver' && span.spanId === parentId),
+  );
+  t.equal(deliverySpan.traceId, create.traceId, 'and names the delivery span as its parent, in that trace');
+});
