@@ -10,11 +10,14 @@
 // share of CPU time the hypervisor gave other guests (steal). Every answer is checked for its
 // status. The service runs as `npm start` runs it (the same Node flags); its startup is the median
 // of three starts to the first answer.
-// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL.
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL, and
+// BENCH_TRACING=1 for one more target, the service on SQLite with OpenTelemetry traces on, every
+// span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
@@ -95,6 +98,10 @@ const targets: Target[] = [
 if (process.env.BENCH_DATABASE_URL) {
   targets.push({ name: 'service, postgres', args: serviceArgs(), env: { DATABASE_URL: process.env.BENCH_DATABASE_URL }, baseline: false });
 }
+if (process.env.BENCH_TRACING) {
+  const OTEL_EXPORTER_OTLP_ENDPOINT = await startSpanSink();
+  targets.push({ name: 'service, sqlite, traced', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'traced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT }, baseline: false });
+}
 const running: Running[] = [];
 try {
   const startups = new Map<string, number[]>();
@@ -119,6 +126,17 @@ try {
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** An OTLP/HTTP receiver that reads and accepts every batch; unref'd, so it never keeps the bench running. */
+async function startSpanSink(): Promise<string> {
+  const sink = createHttpServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  return `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
 }
 
 /** The service's command line as `npm start` has it, Node flags included, so both run the same. */

@@ -19,7 +19,8 @@ import {
   type Sampler,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TracingConfig } from './config.ts';
 import { methodsOf } from './http/metrics.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
@@ -33,6 +34,7 @@ export interface Tracing {
 }
 
 const TRACER = 'plant-store';
+const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
 export async function startTracing(app: FastifyInstance, config: TracingConfig): Promise<Tracing> {
@@ -44,8 +46,9 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig):
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
-  // Spans still in the batch are sent before the process stops.
-  app.addHook('onClose', () => provider.shutdown());
+  // Spans still in the batch are sent before the process stops, but a collector that does not
+  // answer must not hold the stop past SHUTDOWN_TIMEOUT: the flush gets FLUSH_ON_CLOSE_MS.
+  app.addHook('onClose', () => Promise.race([provider.shutdown(), sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]));
 
   const instrumentation = new FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler, which would cost on every request.
@@ -56,7 +59,6 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig):
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());
   app.addHook('onRequest', bindTraceToLogs);
-  app.addHook('onRoute', runHandlerInRequestContext);
 
   const tracer = provider.getTracer(TRACER);
   return {
@@ -103,16 +105,6 @@ function bindTraceToLogs(request: FastifyRequest, reply: FastifyReply, done: () 
     reply.log = request.log;
   }
   done();
-}
-
-// Fastify runs a handler after the body arrives, in the body stream's async context, where the
-// request's span is no longer current: the handler's store calls must still be its children.
-function runHandlerInRequestContext(route: RouteOptions): void {
-  const handler = route.handler;
-  route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
-    const requestContext = request.opentelemetry().context;
-    return requestContext ? context.with(requestContext, handler, this, request, reply) : handler.call(this, request, reply);
-  };
 }
 
 /** The store with each method run through `span(name, call)`, wrapped once up front as metrics.ts does. */

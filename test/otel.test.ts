@@ -6,6 +6,7 @@ import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
 import { serverEnv, startServer, type RunningServer } from './process.ts';
 
 const TOKEN = 'otel-test-token-0123456789abcdef';
@@ -97,12 +98,21 @@ function logLinesOf(server: RunningServer, requestId: string): { msg: string; tr
     .map((line) => JSON.parse(line) as { msg: string; trace_id?: string; span_id?: string });
 }
 
-t.test('with an OTLP endpoint, requests, store calls and webhook deliveries are traced', async (t) => {
+t.test('with an OTLP endpoint, requests, store calls and webhook deliveries are traced (SQLite)', async (t) => {
+  await tracedScenario(t, 'sqlite', {});
+});
+
+t.test('the same on PostgreSQL', await postgresTestOptions(), async (t) => {
+  await tracedScenario(t, 'postgresql', { DATABASE_URL: await freshSchemaUrl() });
+});
+
+async function tracedScenario(t: Test, dbSystem: string, env: Record<string, string>): Promise<void> {
   const collector = await startCollector(t);
   const dir = t.testdir();
   const server = await startServer(
     t,
     serverEnv(dir, {
+      ...env,
       API_TOKENS: TOKEN,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
@@ -133,23 +143,31 @@ t.test('with an OTLP endpoint, requests, store calls and webhook deliveries are 
     collector.spans.find((span) => span.name === 'store.getPlant' && span.traceId === get.traceId),
   );
   t.equal(storeSpan.parentSpanId, requestSpan.spanId, 'the store call is a child of the request span');
-  t.equal(attribute(storeSpan, 'db.system.name'), 'sqlite', 'naming the database');
+  t.equal(attribute(storeSpan, 'db.system.name'), dbSystem, 'naming the database');
 
   const createSpan = await collector.until('the createPlant span', () => collector.spans.find((span) => span.name === 'createPlant'));
   t.equal(createSpan.traceId, create.traceId, 'the create continues its own client trace');
-  t.equal(createSpan.parentSpanId, create.spanId);
+  t.equal(createSpan.parentSpanId, create.spanId, "its parent is that client's span");
   t.ok(
     collector.spans.some((span) => span.name === 'store.createPlant' && span.parentSpanId === createSpan.spanId),
-    'the create body arrived asynchronously, yet its store call is still a child of its span',
+    'its store call is a child of its span, though the handler ran once the body had arrived',
   );
 
-  await server.waitFor('stdout', new RegExp(`"reqId":"${requestId}"[^\\n]*"msg":"request completed"`));
-  const lines = logLinesOf(server, requestId).filter((line) => line.msg !== 'incoming request');
-  t.ok(lines.length > 0, 'the request logged');
-  for (const line of lines) {
-    t.equal(line.trace_id, get.traceId, `"${line.msg}" carries the trace id`);
-    t.equal(line.span_id, requestSpan.spanId, `"${line.msg}" carries the request span id`);
+  // A refusal logs from within the request too; "incoming request" is written before any hook, so before the span exists.
+  const missing = clientTrace();
+  const refused = await fetch(`${server.url}/plants/8`, { headers: { authorization: headers.authorization, traceparent: missing.traceparent } });
+  t.equal(refused.status, 404, 'a plant that does not exist');
+  for (const [trace, id] of [[get, requestId], [missing, refused.headers.get('x-request-id')!]] as const) {
+    await server.waitFor('stdout', new RegExp(`"reqId":"${id}"[^\\n]*"msg":"request completed"`));
+    const lines = logLinesOf(server, id).filter((line) => line.msg !== 'incoming request');
+    for (const line of lines) t.equal(line.trace_id, trace.traceId, `"${line.msg}" carries the trace id`);
   }
+  t.match(
+    logLinesOf(server, requestId).find((line) => line.msg === 'request completed'),
+    { span_id: requestSpan.spanId },
+    'and the request span id',
+  );
+  t.ok(logLinesOf(server, refused.headers.get('x-request-id')!).some((line) => line.msg === 'request refused'), 'a line from the handling itself');
 
   const delivery = await collector.until('the webhook delivery', () => collector.webhooks.find((received) => received['webhook-event'] === 'plant.created'));
   const [, traceId, parentId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(String(delivery.traceparent)) ?? [];
@@ -158,4 +176,4 @@ t.test('with an OTLP endpoint, requests, store calls and webhook deliveries are 
     collector.spans.find((span) => span.name === 'webhook.deliver' && span.spanId === parentId),
   );
   t.equal(deliverySpan.traceId, create.traceId, 'and names the delivery span as its parent, in that trace');
-});
+}
