@@ -4,7 +4,19 @@
 // client's W3C traceparent; a child span per store call; trace_id and span_id in the request's
 // log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  diag,
+  DiagLogLevel,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type DiagLogger,
+  type Span,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -20,7 +32,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TracingConfig } from './config.ts';
 import { methodsOf } from './http/metrics.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
@@ -46,9 +58,15 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig):
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  // The SDK's own troubles (a collector refusing spans) would otherwise go unsaid.
+  diag.setLogger(diagnosticsTo(app.log), DiagLogLevel.WARN);
   // Spans still in the batch are sent before the process stops, but a collector that does not
-  // answer must not hold the stop past SHUTDOWN_TIMEOUT: the flush gets FLUSH_ON_CLOSE_MS.
-  app.addHook('onClose', () => Promise.race([provider.shutdown(), sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]));
+  // answer must not hold the stop past SHUTDOWN_TIMEOUT (the flush gets FLUSH_ON_CLOSE_MS), and
+  // one that refuses them must not make the stop a failure.
+  app.addHook('onClose', async () => {
+    const flushed = provider.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'the last spans could not be sent to the OpenTelemetry collector'));
+    await Promise.race([flushed, sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]);
+  });
 
   const instrumentation = new FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler, which would cost on every request.
@@ -83,6 +101,11 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig):
       return result instanceof Promise ? (ended(span, result) as T) : (span.end(), result);
     });
   }
+}
+
+function diagnosticsTo(log: FastifyBaseLogger): DiagLogger {
+  const say = (level: 'warn' | 'debug') => (message: string, ...args: unknown[]) => log[level]({ opentelemetry: args }, `OpenTelemetry: ${message}`);
+  return { error: say('warn'), warn: say('warn'), info: say('debug'), debug: say('debug'), verbose: say('debug') };
 }
 
 function samplerFor({ sampler, samplerRatio }: TracingConfig): Sampler {

@@ -30,8 +30,8 @@ interface Collector {
   until<T>(what: string, find: () => T | undefined): Promise<T>;
 }
 
-/** An OTLP/HTTP receiver (POST /v1/traces, JSON) and a webhook subscriber (POST /hook) on one port. */
-async function startCollector(t: Test): Promise<Collector> {
+/** An OTLP/HTTP receiver (POST /v1/traces, JSON, answered `tracesStatus`) and a webhook subscriber (POST /hook) on one port. */
+async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
   const spans: OtlpSpan[] = [];
   const webhooks: IncomingHttpHeaders[] = [];
   const waiters = new Set<() => void>();
@@ -47,7 +47,7 @@ async function startCollector(t: Test): Promise<Collector> {
       } else {
         webhooks.push(request.headers);
       }
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      response.writeHead(request.url === '/v1/traces' ? tracesStatus : 200, { 'content-type': 'application/json' }).end('{}');
       for (const wake of [...waiters]) wake();
     });
   });
@@ -177,3 +177,18 @@ async function tracedScenario(t: Test, dbSystem: string, env: Record<string, str
   );
   t.equal(deliverySpan.traceId, create.traceId, 'and names the delivery span as its parent, in that trace');
 }
+
+t.test('a collector refusing the last spans, sent as the process stops, does not make the stop fail', async (t) => {
+  const collector = await startCollector(t, 404);
+  // Batches wait ten minutes: the spans are still pending when the stop begins.
+  const env = { API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '600000' };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  t.equal((await fetch(`${server.url}/plants/1`, { headers: { authorization: headers.authorization } })).status, 404);
+  const exit = await server.stop('SIGTERM');
+  t.ok(
+    collector.spans.some((span) => span.name === 'getPlant'),
+    'the pending spans were sent as it stopped',
+  );
+  t.same(exit, { code: 0, signal: null }, 'the stop is still clean');
+  t.match(server.stdout(), /the last spans could not be sent to the OpenTelemetry collector/, 'and the refusal is logged');
+});
