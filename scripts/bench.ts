@@ -13,10 +13,13 @@
 // it (the same Node flags); its startup is the median of three starts to the first answer.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL, and BENCH_ONLY:
 // run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
+// BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
+// span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
@@ -115,6 +118,10 @@ const targets: Target[] = [
 if (process.env.BENCH_DATABASE_URL) {
   targets.push({ name: 'service, postgres', args: serviceArgs(), env: { DATABASE_URL: process.env.BENCH_DATABASE_URL }, baseline: false });
 }
+if (process.env.BENCH_TRACING) {
+  const OTEL_EXPORTER_OTLP_ENDPOINT = await startSpanSink();
+  targets.push({ name: 'service, traced', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'traced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT }, baseline: false });
+}
 const running: Running[] = [];
 try {
   const startups = new Map<string, number[]>();
@@ -146,6 +153,17 @@ function pairs(): [Scenario, Running][] {
   return scenarios.flatMap((scenario) =>
     running.filter((target) => !(scenario.serviceOnly && target.baseline)).map((target): [Scenario, Running] => [scenario, target]),
   );
+}
+
+/** An OTLP/HTTP receiver that reads and accepts every batch; unref'd, so it never keeps the bench running. */
+async function startSpanSink(): Promise<string> {
+  const sink = createHttpServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  return `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
 }
 
 /** The service's command line as `npm start` has it, Node flags included, so both run the same. */

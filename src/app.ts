@@ -34,7 +34,7 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts'
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing'
   >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
@@ -55,9 +55,11 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
   useExactJsonBodies(app);
+  // Before any route: the request spans must cover them all. Not even loaded when tracing is off.
+  const tracing = config.tracing && (await (await import('./tracing.ts')).startTracing(app, config.tracing));
   await registerCompression(app); // before any route is added: its onRoute hook picks the compressed ones
   const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
-  const store = metrics.instrument(plainStore);
+  const store = metrics.instrument(tracing ? tracing.instrument(plainStore) : plainStore);
 
   const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });
   app.addHook('onClose', () => verifier.close());
@@ -80,6 +82,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...config.webhooks,
     deliveredRetentionMs: config.webhooks.retentionMs,
     onAttempt: metrics.deliveryAttempt,
+    ...(tracing && { traceAttempt: tracing.traceAttempt }),
     now: clock,
   });
   app.addHook('onReady', async () => dispatcher.start());

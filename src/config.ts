@@ -25,6 +25,30 @@ export interface Config {
   corsOrigins: string[];
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
+  /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
+  tracing?: TracingConfig;
+}
+
+export const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+export interface TracingConfig {
+  /** Where spans are POSTed (OTLP/HTTP, JSON), e.g. http://collector:4318/v1/traces. */
+  tracesUrl: string;
+  serviceName: string;
+  sampler: (typeof TRACES_SAMPLERS)[number];
+  /** The ratio of the *traceidratio samplers, 0 to 1. */
+  samplerRatio: number;
+  /** How long finished spans wait to be sent in one batch. */
+  batchDelayMs: number;
+  /** The database the store spans name (db.system.name). */
+  dbSystem: 'sqlite' | 'postgresql';
 }
 
 export interface TimeoutConfig {
@@ -71,6 +95,15 @@ interface RawEnv {
   KEEP_ALIVE_TIMEOUT: string;
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
+  OTEL_SDK_DISABLED: boolean;
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_PROTOCOL?: string;
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?: string;
+  OTEL_SERVICE_NAME: string;
+  OTEL_TRACES_SAMPLER: string;
+  OTEL_TRACES_SAMPLER_ARG?: number;
+  OTEL_BSP_SCHEDULE_DELAY: number;
 }
 
 const schema = {
@@ -101,6 +134,15 @@ const schema = {
     KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
+    OTEL_SDK_DISABLED: { type: 'boolean', default: false },
+    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
+    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string' },
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string' },
+    OTEL_SERVICE_NAME: { type: 'string', minLength: 1, default: 'plant-store' },
+    OTEL_TRACES_SAMPLER: { type: 'string', default: 'parentbased_always_on' },
+    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1 },
+    OTEL_BSP_SCHEDULE_DELAY: { type: 'integer', minimum: 0, default: 5000 },
   },
 } as const;
 
@@ -140,7 +182,50 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
+    ...tracingConfig(raw),
   };
+}
+
+// Off unless an OTLP endpoint is set (and OTEL_SDK_DISABLED is not true), as the OpenTelemetry SDKs do.
+function tracingConfig(raw: RawEnv): { tracing?: TracingConfig } {
+  const tracesUrl = tracesEndpoint(raw);
+  if (raw.OTEL_SDK_DISABLED || tracesUrl === undefined) return {};
+  for (const variable of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const) {
+    const protocol = raw[variable];
+    if (protocol !== undefined && protocol !== 'http/json') {
+      throw new ConfigError(`Invalid configuration: ${variable} must be http/json (spans are sent as OTLP/HTTP JSON), or be left unset`);
+    }
+  }
+  const sampler = TRACES_SAMPLERS.find((name) => name === raw.OTEL_TRACES_SAMPLER);
+  if (sampler === undefined) {
+    throw new ConfigError(`Invalid configuration: OTEL_TRACES_SAMPLER must be one of ${TRACES_SAMPLERS.join(', ')}`);
+  }
+  return {
+    tracing: {
+      tracesUrl,
+      serviceName: raw.OTEL_SERVICE_NAME,
+      sampler,
+      samplerRatio: raw.OTEL_TRACES_SAMPLER_ARG ?? 1,
+      batchDelayMs: raw.OTEL_BSP_SCHEDULE_DELAY,
+      dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? 'postgresql' : 'sqlite',
+    },
+  };
+}
+
+// The signal-specific variable is the whole URL; the general one is a base to which /v1/traces is added (OTLP spec).
+function tracesEndpoint(raw: RawEnv): string | undefined {
+  if (raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) return httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (raw.OTEL_EXPORTER_OTLP_ENDPOINT === undefined) return undefined;
+  const base = httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', raw.OTEL_EXPORTER_OTLP_ENDPOINT);
+  return `${base.replace(/\/+$/, '')}/v1/traces`;
+}
+
+function httpUrl(variable: string, text: string): string {
+  const url = URL.parse(text);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`Invalid configuration: ${variable} must be an http:// or https:// URL, such as http://localhost:4318`);
+  }
+  return text;
 }
 
 // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.

@@ -195,3 +195,55 @@ t.test('CORS_ORIGINS takes exact origins, as browsers send them in Origin', asyn
     t.notMatch(message, /\n/, 'one line');
   }
 });
+
+t.test('OpenTelemetry: off unless an OTLP endpoint is set, and OTEL_SDK_DISABLED wins', async (t) => {
+  t.equal(loadConfig({}).tracing, undefined, 'off by default');
+  t.equal(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }).tracing, undefined, 'no endpoint, no tracing');
+  t.same(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing, {
+    tracesUrl: 'http://collector:4318/v1/traces',
+    serviceName: 'plant-store',
+    sampler: 'parentbased_always_on',
+    samplerRatio: 1,
+    batchDelayMs: 5000,
+    dbSystem: 'sqlite',
+  });
+  t.same(
+    loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://ignored:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://tempo.example/otlp/v1/traces',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'plants-eu',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      DATABASE_URL: 'postgres://u@db/plants',
+    }).tracing,
+    {
+      tracesUrl: 'https://tempo.example/otlp/v1/traces',
+      serviceName: 'plants-eu',
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+      batchDelayMs: 100,
+      dbSystem: 'postgresql',
+    },
+    'the traces endpoint is the whole URL, and each variable is read',
+  );
+  t.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, undefined, 'disabled');
+});
+
+t.test('OpenTelemetry variables are validated, each error one line naming the variable', async (t) => {
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
+    [{ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio/],
+    [{ ...endpoint, OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG must be <= 1/],
+    [{ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json/],
+    [{ ...endpoint, OTEL_SDK_DISABLED: 'perhaps' }, /OTEL_SDK_DISABLED must be boolean/],
+  ];
+  for (const [env, expected] of cases) {
+    const { message } = configError(env);
+    t.match(message, expected, JSON.stringify(env));
+    t.notMatch(message, /\n/, 'one line');
+  }
+});

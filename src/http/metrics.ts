@@ -95,7 +95,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
 }
 
 /** The methods of an object, own and inherited (a class instance's live on its prototypes). */
-function methodsOf(object: object): Map<string, (...args: unknown[]) => unknown> {
+export function methodsOf(object: object): Map<string, (...args: unknown[]) => unknown> {
   const methods = new Map<string, (...args: unknown[]) => unknown>();
   for (let level = object; level !== null && level !== Object.prototype; level = Object.getPrototypeOf(level)) {
     for (const name of Object.getOwnPropertyNames(level)) {

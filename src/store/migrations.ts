@@ -127,4 +127,10 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_by_subscription ON webhook_deliveries (subscription_id, id);
     `,
   },
+  {
+    version: 5,
+    name: 'the traceparent of the change behind each webhook delivery',
+    sqlite: 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
+    postgres: 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
+  },
 ];

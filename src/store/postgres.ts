@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrations } from './migrations.ts';
+import { outboxTrace } from './outbox-trace.ts';
 import {
   DELIVERY_COLUMNS,
   SUBSCRIPTION_COLUMNS,
@@ -73,10 +74,10 @@ export class StartupGaveUpError extends StoreUnavailableError {
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
 
-// One outbox row per enabled subscription to the event ($1 message-id prefix, $2 event, $3 payload),
-// written in the same transaction (or statement) as the plant change.
-const OUTBOX_ROWS = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
-  SELECT $1 || id, id, $2, $3, now(), 'pending', now() FROM webhook_subscriptions
+// One outbox row per enabled subscription to the event ($1 message-id prefix, $2 event, $3 payload,
+// $4 traceparent), written in the same transaction (or statement) as the plant change.
+const OUTBOX_ROWS = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
+  SELECT $1 || id, id, $2, $3, now(), 'pending', now(), $4 FROM webhook_subscriptions
    WHERE disabled_at IS NULL AND position(' ' || $2 || ' ' in ' ' || events || ' ') > 0`;
 // The plant statements in SQL and their parameters carry each of these fields; a field added to Plant in
 // openapi.yaml fails here until they do (and a migration adds its column).
@@ -84,18 +85,18 @@ const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 
 // A create and its event in one statement, one round trip: the outbox rows only when the insert happened.
 const CREATE_PLANT = `WITH created AS (
-    INSERT INTO plants (id, name, tag) VALUES ($4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING id),
+    INSERT INTO plants (id, name, tag) VALUES ($5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING id),
   events AS (${OUTBOX_ROWS} AND EXISTS (SELECT 1 FROM created))
   SELECT count(*)::int AS created FROM created`;
 // Many creates in one statement (group commit): the rows come as arrays, distinct ids in id order,
 // so that two batches racing on the same ids lock them in the same order. Answers the ids inserted.
 const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, name, tag, message_id, payload)),
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS t(id, name, tag, message_id, payload, traceparent)),
   created AS (
     INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
   events AS (
-    INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
-    SELECT input.message_id || s.id, s.id, 'plant.created', input.payload, now(), 'pending', now()
+    INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
+    SELECT input.message_id || s.id, s.id, 'plant.created', input.payload, now(), 'pending', now(), input.traceparent
       FROM created JOIN input USING (id) CROSS JOIN webhook_subscriptions s
      WHERE s.disabled_at IS NULL AND position(' plant.created ' in ' ' || s.events || ' ') > 0)
   SELECT id FROM created`;
@@ -120,6 +121,8 @@ export class PostgresStore implements PlantStore {
   readonly #inFlight = new Set<Promise<unknown>>();
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #createBatch: { plants: PlantRecord[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
+  /** The traceparent of each traced create, read as the call began (a batch mixes requests). */
+  readonly #outboxTraces = new WeakMap<PlantRecord, string>();
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -163,6 +166,8 @@ export class PostgresStore implements PlantStore {
       });
       this.#createBatch = { plants, results };
     }
+    const trace = outboxTrace();
+    if (trace !== null) this.#outboxTraces.set(plant, trace);
     const index = this.#createBatch.plants.push(plant) - 1;
     const result = (await this.#createBatch.results)[index]!;
     if (result.status === 'rejected') throw result.reason;
@@ -199,13 +204,14 @@ export class PostgresStore implements PlantStore {
     const distinct = [...new Map(plants.toReversed().map((plant) => [plant.id, plant])).values()].sort((a, b) =>
       a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
     );
-    const events = distinct.map((plant) => eventParameters('plant.created', plant));
+    const events = distinct.map((plant) => eventParameters('plant.created', plant, this.#outboxTraces.get(plant) ?? null));
     const { rows } = await this.#query<{ id: bigint }>(CREATE_PLANTS, [
       distinct.map((plant) => String(plant.id)),
       distinct.map((plant) => plant.name),
       distinct.map((plant) => plant.tag ?? null),
       events.map(([messageId]) => messageId),
       events.map(([, , payload]) => payload),
+      events.map(([, , , traceparent]) => traceparent),
     ]);
     return new Set(rows.map((row) => row.id));
   }
@@ -219,7 +225,7 @@ export class PostgresStore implements PlantStore {
   async #createOne(plant: PlantRecord): Promise<CreateResult> {
     for (;;) {
       const { rows } = await this.#query<{ created: number }>(CREATE_PLANT, [
-        ...eventParameters('plant.created', plant),
+        ...eventParameters('plant.created', plant, this.#outboxTraces.get(plant) ?? null),
         String(plant.id),
         plant.name,
         plant.tag ?? null,
@@ -251,18 +257,20 @@ export class PostgresStore implements PlantStore {
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    const trace = outboxTrace();
     return this.#conditionally(id, precondition, async (client) => {
       await client.query('UPDATE plants SET name = $1, tag = $2 WHERE id = $3', [content.name, content.tag ?? null, String(id)]);
       const plant = plantWith(id, content);
-      await emit(client, 'plant.replaced', plant);
+      await emit(client, 'plant.replaced', plant, trace);
       return plant;
     });
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    const trace = outboxTrace();
     return this.#conditionally(id, precondition, async (client, current) => {
       await client.query('DELETE FROM plants WHERE id = $1', [String(id)]);
-      await emit(client, 'plant.deleted', current);
+      await emit(client, 'plant.deleted', current, trace);
       return current;
     });
   }
@@ -351,8 +359,8 @@ export class PostgresStore implements PlantStore {
           FOR UPDATE SKIP LOCKED),
        claimed AS (
          UPDATE webhook_deliveries d SET claimed_until = $2 FROM due WHERE d.id = due.id
-         RETURNING d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, d.next_attempt_at)
-       SELECT c.id, c.message_id, c.event, c.payload, c.attempts, c.subscription_id, s.url, s.secret
+         RETURNING d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, d.traceparent, d.next_attempt_at)
+       SELECT c.id, c.message_id, c.event, c.payload, c.attempts, c.subscription_id, c.traceparent, s.url, s.secret
          FROM claimed c JOIN webhook_subscriptions s ON s.id = c.subscription_id
         ORDER BY c.next_attempt_at, c.id`,
       [now, new Date(now.getTime() + leaseMs), limit],
@@ -496,12 +504,12 @@ export class PostgresStore implements PlantStore {
   }
 }
 
-async function emit(client: pg.PoolClient, event: WebhookEvent, plant: PlantRecord): Promise<void> {
-  await client.query(OUTBOX_ROWS, eventParameters(event, plant));
+async function emit(client: pg.PoolClient, event: WebhookEvent, plant: PlantRecord, traceparent: string | null): Promise<void> {
+  await client.query(OUTBOX_ROWS, eventParameters(event, plant, traceparent));
 }
 
-function eventParameters(event: WebhookEvent, plant: PlantRecord): [string, WebhookEvent, string] {
-  return [`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant)];
+function eventParameters(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): [string, WebhookEvent, string, string | null] {
+  return [`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), traceparent];
 }
 
 async function insertToken(client: pg.PoolClient, token: NewTokenRecord): Promise<TokenRecord> {

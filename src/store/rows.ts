@@ -59,6 +59,7 @@ export interface ClaimedRow {
   payload: string;
   attempts: Int;
   subscription_id: bigint;
+  traceparent: string | null;
   url: string;
   secret: string;
 }
@@ -115,5 +116,6 @@ export function toClaimed(row: ClaimedRow): ClaimedDelivery {
     subscriptionId: row.subscription_id,
     url: row.url,
     secret: row.secret,
+    ...(row.traceparent !== null && { traceparent: row.traceparent }),
   };
 }

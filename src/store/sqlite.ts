@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrations } from './migrations.ts';
+import { outboxTrace } from './outbox-trace.ts';
 import {
   DELIVERY_COLUMNS,
   SUBSCRIPTION_COLUMNS,
@@ -91,8 +92,8 @@ const SQL = {
   hasSubscriber: `SELECT 1 FROM webhook_subscriptions
     WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0 LIMIT 1`,
   // One outbox row per enabled subscription to the event, written in the plant's own transaction.
-  emitEvent: `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at)
-    SELECT ? || id, id, ?, ?, ?, 'pending', ? FROM webhook_subscriptions
+  emitEvent: `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
+    SELECT ? || id, id, ?, ?, ?, 'pending', ?, ? FROM webhook_subscriptions
      WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0`,
 };
 
@@ -130,10 +131,11 @@ export class SqliteStore implements PlantStore {
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
+    const trace = outboxTrace();
     return this.#write(() => {
       const { changes } = this.#sql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
       if (Number(changes) === 1) {
-        this.#emit('plant.created', plant);
+        this.#emit('plant.created', plant, trace);
         return { outcome: 'created', stored: plant };
       }
       const stored = this.#selectPlant(plant.id)!;
@@ -156,21 +158,23 @@ export class SqliteStore implements PlantStore {
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    const trace = outboxTrace();
     return this.#write(() =>
       this.#conditionally(id, precondition, () => {
         this.#sql(SQL.updatePlant).run(content.name, content.tag ?? null, id);
         const plant = plantWith(id, content);
-        this.#emit('plant.replaced', plant);
+        this.#emit('plant.replaced', plant, trace);
         return plant;
       }),
     );
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    const trace = outboxTrace();
     return this.#write(() =>
       this.#conditionally(id, precondition, (current) => {
         this.#sql(SQL.deletePlant).run(id);
-        this.#emit('plant.deleted', current);
+        this.#emit('plant.deleted', current, trace);
         return current;
       }),
     );
@@ -260,7 +264,7 @@ export class SqliteStore implements PlantStore {
       ).all({ now: at, until: new Date(now.getTime() + leaseMs).toISOString(), limit }) as { id: bigint }[];
       if (claimed.length === 0) return [];
       const rows = this.#sql(
-        `SELECT d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, s.url, s.secret
+        `SELECT d.id, d.message_id, d.event, d.payload, d.attempts, d.subscription_id, d.traceparent, s.url, s.secret
            FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
           WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`,
       ).all(JSON.stringify(claimed.map((row) => String(row.id))));
@@ -371,11 +375,11 @@ export class SqliteStore implements PlantStore {
     return statement;
   }
 
-  #emit(event: WebhookEvent, plant: PlantRecord): void {
+  #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): void {
     // Most writes have no subscriber: one look at the (small) table spares the message id, the payload and the insert.
     if (!this.#sql(SQL.hasSubscriber).get(event)) return;
     const now = new Date().toISOString();
-    this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, event);
+    this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, traceparent, event);
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {

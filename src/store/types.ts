@@ -115,6 +115,8 @@ export interface ClaimedDelivery {
   url: string;
   secret: string;
   subscriptionId: bigint;
+  /** The W3C traceparent of the request that changed the plant, when it was traced. */
+  traceparent?: string;
 }
 
 export type AttemptOutcome =

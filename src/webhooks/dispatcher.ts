@@ -14,6 +14,15 @@ export interface DispatcherLog {
   debug(details: object, message: string): void;
 }
 
+/** What one delivery attempt came to: the receiver's status, or why there was none. */
+export interface AttemptResult {
+  status?: number;
+  error?: string;
+}
+
+/** Runs one attempt (in a trace, when tracing is on); the attempt adds `headers` to its request. */
+export type TraceAttempt = (delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>) => Promise<AttemptResult>;
+
 export interface DispatcherOptions {
   store: PlantStore;
   log: DispatcherLog;
@@ -26,6 +35,8 @@ export interface DispatcherOptions {
   deliveredRetentionMs: number;
   /** Told each attempt's result, for metrics. */
   onAttempt?: (result: AttemptOutcome['result']) => void;
+  /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
+  traceAttempt?: TraceAttempt;
   pollMs?: number;
   batchSize?: number;
   now?: () => number;
@@ -52,7 +63,7 @@ export class WebhookDispatcher {
   #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, onAttempt: () => undefined, ...options };
+    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
   }
 
   start(): void {
@@ -89,7 +100,8 @@ export class WebhookDispatcher {
     const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, batchSize);
     await Promise.all(
       due.map(async (delivery) => {
-        const outcome = this.#outcome(delivery, await this.#send(delivery));
+        const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
+        const outcome = this.#outcome(delivery, attempt);
         if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
         this.#options.onAttempt(outcome.result);
         await store.recordAttempt(outcome);
@@ -99,7 +111,7 @@ export class WebhookDispatcher {
     return due.length;
   }
 
-  async #send(delivery: ClaimedDelivery): Promise<{ status?: number; error?: string }> {
+  async #send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
     const { allowPrivateNetworks, timeoutMs, now } = this.#options;
     const url = new URL(delivery.url);
     const refused = literalHostProblem(url, allowPrivateNetworks);
@@ -118,6 +130,7 @@ export class WebhookDispatcher {
           'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
           'webhook-signature': new Webhook(delivery.secret).sign(delivery.messageId, signedAt, delivery.payload),
           'webhook-event': delivery.event,
+          ...traceHeaders,
         },
         body: delivery.payload,
       });
@@ -141,7 +154,7 @@ export class WebhookDispatcher {
     return this.#client;
   }
 
-  #outcome(delivery: ClaimedDelivery, attempt: { status?: number; error?: string }): AttemptOutcome {
+  #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
     const { retryScheduleMs, now, random, log } = this.#options;
     const at = new Date(now()).toISOString();
     const { status, error } = attempt;
@@ -196,4 +209,9 @@ export class WebhookDispatcher {
       };
     });
   }
+}
+
+// Tracing off: the trace of the change, if one was recorded, still reaches the receiver.
+function untraced(delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>): Promise<AttemptResult> {
+  return attempt(delivery.traceparent === undefined ? {} : { traceparent: delivery.traceparent });
 }

@@ -1,0 +1,166 @@
+// OpenTelemetry traces, sent to an OTLP/HTTP collector (JSON). Loaded by app.ts with a dynamic
+// import only when OTEL_* configures an endpoint, so an untraced process loads none of this.
+// A span per request (@fastify/otel), named by the route's operationId and continuing the
+// client's W3C traceparent; a child span per store call; trace_id and span_id in the request's
+// log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import {
+  context,
+  diag,
+  DiagLogLevel,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type DiagLogger,
+  type Span,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+} from '@opentelemetry/sdk-trace';
+import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TracingConfig } from './config.ts';
+import { methodsOf } from './http/metrics.ts';
+import { withOutboxTrace } from './store/outbox-trace.ts';
+import type { AttemptResult, TraceAttempt } from './webhooks/dispatcher.ts';
+
+export interface Tracing {
+  /** Wraps every store method in a span, a child of the request (or delivery) that called it. */
+  instrument<T extends object>(store: T): T;
+  /** Runs one webhook delivery attempt in its span; the attempt sends the headers it is given. */
+  traceAttempt: TraceAttempt;
+}
+
+const TRACER = 'plant-store';
+const FLUSH_ON_CLOSE_MS = 2_000;
+
+/** Sets up the SDK, and instruments the app: call before any route or hook is added. */
+export async function startTracing(app: FastifyInstance, config: TracingConfig): Promise<Tracing> {
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
+    sampler: samplerFor(config),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.tracesUrl }), scheduledDelayMillis: config.batchDelayMs })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  // The SDK's own troubles (a collector refusing spans) would otherwise go unsaid.
+  diag.setLogger(diagnosticsTo(app.log), DiagLogLevel.WARN);
+  // Spans still in the batch are sent before the process stops, but a collector that does not
+  // answer must not hold the stop past SHUTDOWN_TIMEOUT (the flush gets FLUSH_ON_CLOSE_MS), and
+  // one that refuses them must not make the stop a failure.
+  app.addHook('onClose', async () => {
+    const flushed = provider.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'the last spans could not be sent to the OpenTelemetry collector'));
+    await Promise.race([flushed, sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]);
+  });
+
+  const instrumentation = new FastifyOtelInstrumentation({
+    // One span per request: no span per hook or handler, which would cost on every request.
+    instrumentHooks: false,
+    instrumentHandler: false,
+    requestHook: nameByOperation,
+  });
+  instrumentation.setTracerProvider(provider);
+  await app.register(instrumentation.plugin());
+  app.addHook('onRequest', bindTraceToLogs);
+
+  const tracer = provider.getTracer(TRACER);
+  return {
+    instrument: (store) => traceStore(store, (name, call) => storeSpan(name, call)),
+    traceAttempt: (delivery, attempt) => {
+      const parent = delivery.traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent: delivery.traceparent }) : ROOT_CONTEXT;
+      const attributes = { 'webhook.event': delivery.event, 'webhook.message_id': delivery.messageId, [ATTR_URL_FULL]: delivery.url };
+      return tracer.startActiveSpan('webhook.deliver', { kind: SpanKind.CLIENT, attributes }, parent, async (span) => {
+        const headers: Record<string, string> = {};
+        propagation.inject(context.active(), headers);
+        return ended(span, attempt(headers).then((result) => recordAttempt(span, result)));
+      });
+    },
+  };
+
+  function storeSpan<T>(name: string, call: () => T): T {
+    // Store calls outside a request or delivery (the dispatcher's polls) would each start a trace of their own.
+    if (trace.getSpan(context.active()) === undefined) return call();
+    const attributes = { [ATTR_DB_SYSTEM_NAME]: config.dbSystem, 'db.system': config.dbSystem };
+    return tracer.startActiveSpan(`store.${name}`, { kind: SpanKind.CLIENT, attributes }, (span) => {
+      const result = withOutboxTrace(traceparentOf(context.active()), call);
+      return result instanceof Promise ? (ended(span, result) as T) : (span.end(), result);
+    });
+  }
+}
+
+function diagnosticsTo(log: FastifyBaseLogger): DiagLogger {
+  const say = (level: 'warn' | 'debug') => (message: string, ...args: unknown[]) => log[level]({ opentelemetry: args }, `OpenTelemetry: ${message}`);
+  return { error: say('warn'), warn: say('warn'), info: say('debug'), debug: say('debug'), verbose: say('debug') };
+}
+
+function samplerFor({ sampler, samplerRatio }: TracingConfig): Sampler {
+  const root = sampler.endsWith('always_off') ? new AlwaysOffSampler() : sampler.endsWith('traceidratio') ? new TraceIdRatioBasedSampler(samplerRatio) : new AlwaysOnSampler();
+  return sampler.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+}
+
+function nameByOperation(span: Span, request: FastifyRequest): void {
+  const operationId = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId;
+  if (operationId !== undefined) span.updateName(operationId);
+}
+
+// Every line the request logs from here on carries its trace. (The "incoming request" line is
+// written before any hook runs, so before the span exists; its reqId ties it to the others.)
+function bindTraceToLogs(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  const span = request.opentelemetry().span;
+  if (span) {
+    const { traceId, spanId } = span.spanContext();
+    request.log = request.log.child({ trace_id: traceId, span_id: spanId });
+    reply.log = request.log;
+  }
+  done();
+}
+
+/** The store with each method run through `span(name, call)`, wrapped once up front as metrics.ts does. */
+function traceStore<T extends object>(store: T, span: <R>(name: string, call: () => R) => R): T {
+  const traced: Record<string, unknown> = {};
+  for (const [name, method] of methodsOf(store)) {
+    traced[name] = (...args: unknown[]) => span(name, () => method.apply(store, args));
+  }
+  return traced as T;
+}
+
+function traceparentOf(active: Context): string {
+  const carrier: Record<string, string> = {};
+  propagation.inject(active, carrier);
+  return carrier.traceparent ?? '';
+}
+
+function recordAttempt(span: Span, result: AttemptResult): AttemptResult {
+  if (result.status !== undefined) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, result.status);
+  if (result.error !== undefined || (result.status !== undefined && (result.status < 200 || result.status >= 300))) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? `the receiver answered ${result.status}` });
+  }
+  return result;
+}
+
+/** Ends the span when the promise settles, marking it failed if it rejects. */
+function ended<T>(span: Span, promise: Promise<T>): Promise<T> {
+  return promise.then(
+    (value) => (span.end(), value),
+    (error: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+      span.end();
+      throw error;
+    },
+  );
+}
