@@ -15,6 +15,12 @@
 // run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
 // BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
 // span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
+// References for the cost of the work itself (scripts/bench-targets.ts): bare Fastify routes doing the
+// service's store work (read by primary key, a page of 100, inserts with the same group commit) on
+// node:sqlite, and on PostgreSQL through pg with BENCH_DATABASE_URL. A second table gives each service
+// row's CPU time per request against its reference measured in the same run (the 401 against the
+// bare Fastify answer); on PostgreSQL both count the CPU time of their database backends too.
+// BENCH_LARGE_STORE (1000000 plants for the last create row; 0 skips that row and the fill).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +29,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { openStore } from '../src/store/factory.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -52,12 +59,18 @@ interface Row {
   stealPercent: number;
   /** Bytes received per answer, headers included. */
   bytesPerAnswer: number;
+  /** CPU time of the target's PostgreSQL backends per answered request, in µs (PostgreSQL targets only). */
+  backendCpuUs?: number;
+  /** The machine's load average (1 minute) at the end of the row. */
+  load: number;
 }
 
 const BASELINES = ['node:http', 'fastify route'];
+/** Each service's ratio is taken against the reference doing the same store work; the 401 against the bare answer. */
+const TARGETS: Record<string, number> = { 'get by id': 1.4, 'list page of 100': 1.1, 'create (unique ids)': 1.3, 'unauthenticated (401)': 1.2 };
 const WARM_UP_SECONDS = 1;
 const STEAL_WARNING_PERCENT = 2;
-const LARGE_STORE = 1_000_000;
+const LARGE_STORE = Number(process.env.BENCH_LARGE_STORE ?? 1_000_000);
 // The large store holds even ids from LARGE_BASE on; its create row adds odd ids among them, so
 // inserts land inside the filled key range rather than after it.
 const LARGE_BASE = 10_000_000_000;
@@ -93,6 +106,8 @@ const allScenarios: Scenario[] = [
 const scenarios = allScenarios.filter((scenario) => scenario.name.includes(ONLY));
 const createAtLarge = creates(`create at ${LARGE_STORE.toLocaleString('en')} plants`, LARGE_BASE + 1);
 const runsAtLarge = createAtLarge.name.includes(ONLY);
+// Its reference answers 200 to an unauthenticated request: the 401's reference is the bare Fastify answer.
+const UNAUTHENTICATED = allScenarios[3]!;
 
 interface Target {
   name: string;
@@ -100,6 +115,12 @@ interface Target {
   env: Record<string, string>;
   /** A bare server: answers 200 to everything, nothing to seed. */
   baseline: boolean;
+  /** A reference doing the store work only: seeded, and driven by every scenario but the 401. */
+  reference?: boolean;
+  /** For a service: the reference its CPU time per request is compared with. */
+  referenceName?: string;
+  /** Its PostgreSQL backends carry this application_name, so that their CPU time is counted too. */
+  applicationName?: string;
 }
 
 interface Running extends Target {
@@ -113,15 +134,48 @@ const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 const targets: Target[] = [
   { name: 'node:http', args: ['scripts/bench-targets.ts', 'node'], env: {}, baseline: true },
   { name: 'fastify route', args: ['scripts/bench-targets.ts', 'fastify'], env: {}, baseline: true },
-  { name: 'service, sqlite', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` }, baseline: false },
+  {
+    name: 'fastify + node:sqlite',
+    args: ['scripts/bench-targets.ts', 'sqlite-reference'],
+    env: { DATABASE_URL: `sqlite:${join(dir, 'reference.db')}` },
+    baseline: false,
+    reference: true,
+  },
+  {
+    name: 'service, sqlite',
+    args: serviceArgs(),
+    env: { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` },
+    baseline: false,
+    referenceName: 'fastify + node:sqlite',
+  },
 ];
-if (process.env.BENCH_DATABASE_URL) {
-  targets.push({ name: 'service, postgres', args: serviceArgs(), env: { DATABASE_URL: process.env.BENCH_DATABASE_URL }, baseline: false });
+const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL;
+if (BENCH_DATABASE_URL) {
+  targets.push(
+    {
+      name: 'fastify + pg',
+      args: ['scripts/bench-targets.ts', 'pg-reference'],
+      env: { DATABASE_URL: withApplicationName(BENCH_DATABASE_URL, 'bench-reference') },
+      baseline: false,
+      reference: true,
+      applicationName: 'bench-reference',
+    },
+    {
+      name: 'service, postgres',
+      args: serviceArgs(),
+      env: { DATABASE_URL: withApplicationName(BENCH_DATABASE_URL, 'bench-service') },
+      baseline: false,
+      referenceName: 'fastify + pg',
+      applicationName: 'bench-service',
+    },
+  );
 }
 if (process.env.BENCH_TRACING) {
   const OTEL_EXPORTER_OTLP_ENDPOINT = await startSpanSink();
   targets.push({ name: 'service, traced', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'traced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT }, baseline: false });
 }
+const backends = BENCH_DATABASE_URL ? new pg.Client({ connectionString: BENCH_DATABASE_URL }) : undefined;
+await backends?.connect();
 const running: Running[] = [];
 try {
   const startups = new Map<string, number[]>();
@@ -137,7 +191,7 @@ try {
   for (const [scenario, target] of pairs()) await drive(target, scenario, WARM_UP_SECONDS);
   for (const [scenario, target] of pairs()) rows.push(await drive(target, scenario));
   for (const target of running) {
-    if (target.baseline || !runsAtLarge) continue;
+    if (target.baseline || target.reference || LARGE_STORE === 0 || !runsAtLarge) continue;
     await fillTo(target.env.DATABASE_URL!, LARGE_STORE);
     rows.push(await drive(target, createAtLarge));
   }
@@ -145,13 +199,16 @@ try {
   print();
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
+  await backends?.end();
   rmSync(dir, { recursive: true, force: true });
 }
 
 /** Scenario by scenario, each target that runs it. */
 function pairs(): [Scenario, Running][] {
   return scenarios.flatMap((scenario) =>
-    running.filter((target) => !(scenario.serviceOnly && target.baseline)).map((target): [Scenario, Running] => [scenario, target]),
+    running
+      .filter((target) => !(scenario.serviceOnly && (target.baseline || target.reference)) && !(target.reference && scenario === UNAUTHENTICATED))
+      .map((target): [Scenario, Running] => [scenario, target]),
   );
 }
 
@@ -164,6 +221,12 @@ async function startSpanSink(): Promise<string> {
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   sink.unref();
   return `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+}
+
+function withApplicationName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('application_name', name);
+  return parsed.toString();
 }
 
 /** The service's command line as `npm start` has it, Node flags included, so both run the same. */
@@ -213,6 +276,7 @@ async function stop(child: ChildProcess): Promise<void> {
 async function drive(target: Running, scenario: Scenario, duration = DURATION): Promise<Row> {
   const pid = target.child.pid!;
   const cpuBefore = cpuMicroseconds(pid);
+  const backendsBefore = await backendCpu(target);
   const machineBefore = machineCpuTicks();
   const result = await autocannon({
     url: `http://127.0.0.1:${target.port}`,
@@ -233,7 +297,31 @@ async function drive(target: Running, scenario: Scenario, duration = DURATION): 
     cpuUs: (cpuMicroseconds(pid) - cpuBefore) / Math.max(1, result.requests.total),
     stealPercent: stealPercent(machineBefore, machineCpuTicks()),
     bytesPerAnswer: result.throughput.total / Math.max(1, result.requests.total),
+    load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+    ...(target.applicationName && { backendCpuUs: backendCpuSince(backendsBefore, await backendCpu(target)) / Math.max(1, result.requests.total) }),
   };
+}
+
+/** CPU time so far of each PostgreSQL backend serving the target, by pid (none for other targets). */
+async function backendCpu(target: Running): Promise<Map<number, number>> {
+  const cpu = new Map<number, number>();
+  if (!target.applicationName || !backends) return cpu;
+  const { rows } = await backends.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [target.applicationName]);
+  for (const { pid } of rows) {
+    try {
+      cpu.set(pid, cpuMicroseconds(pid));
+    } catch {
+      // The backend ended meanwhile (an idle pool connection closed).
+    }
+  }
+  return cpu;
+}
+
+/** Backends that started during the row count from zero; one that ended during it is lost (pools keep busy ones). */
+function backendCpuSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0);
+  return total;
 }
 
 /** Fills the service's store, from this process, with even ids from LARGE_BASE until it holds `size` plants. */
@@ -359,11 +447,12 @@ function print(): void {
   for (const row of targets.flatMap((target) => rows.filter((row) => row.target === target.name))) {
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
-        `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${row.cpuUs.toFixed(0).padStart(12)}` +
+        `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${cpuText(row).padStart(12)}` +
         `${row.stealPercent.toFixed(1).padStart(9)}${row.bytesPerAnswer.toFixed(0).padStart(11)}`,
     );
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
+  printWorkRatios();
   const stolen = Math.max(...rows.map((row) => row.stealPercent));
   if (stolen >= STEAL_WARNING_PERCENT) {
     console.log(
@@ -375,5 +464,41 @@ function print(): void {
   if (errors > 0) {
     console.log(`\n!!! ${errors} requests failed or answered an unexpected status: these figures are not valid !!!`);
     process.exitCode = 1;
+  }
+}
+
+/** The CPU time of the reference row the service row is measured against (the bare answer for the 401). */
+function referenceRow(row: Row): Row | undefined {
+  const service = targets.find((target) => target.name === row.target);
+  const name = row.scenario === UNAUTHENTICATED.name ? 'fastify route' : service?.referenceName;
+  return rows.find((candidate) => candidate.target === name && candidate.scenario === row.scenario);
+}
+
+function withBackends(row: Row): number {
+  return row.cpuUs + (row.backendCpuUs ?? 0);
+}
+
+/** The process's CPU µs, and its database backends' after a + on PostgreSQL. */
+function cpuText(row: Row): string {
+  return row.backendCpuUs === undefined ? row.cpuUs.toFixed(0) : `${row.cpuUs.toFixed(0)}+${row.backendCpuUs.toFixed(0)}`;
+}
+
+function printWorkRatios(): void {
+  console.log(`\nCPU µs per request against the work itself (PostgreSQL: process + database backends; load is the 1-minute average)`);
+  console.log(
+    `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'CPU µs'.padStart(10)}${'reference'.padStart(24)}${'ref µs'.padStart(10)}` +
+      `${'ratio'.padStart(8)}${'target'.padStart(8)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
+  );
+  for (const row of rows) {
+    const service = targets.find((target) => target.name === row.target);
+    if (!service?.referenceName || !(row.scenario in TARGETS)) continue;
+    const reference = referenceRow(row);
+    if (!reference) continue;
+    const ratio = withBackends(row) / withBackends(reference);
+    console.log(
+      `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${reference.target.padStart(24)}` +
+        `${cpuText(reference).padStart(10)}${ratio.toFixed(2).padStart(8)}${`≤ ${TARGETS[row.scenario]}`.padStart(8)}` +
+        `${row.stealPercent.toFixed(1).padStart(9)}${row.load.toFixed(1).padStart(7)}`,
+    );
   }
 }

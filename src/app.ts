@@ -2,7 +2,7 @@
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Config } from './config.ts';
-import { createBearerAuth } from './http/auth.ts';
+import { createBearerAuth, type BearerAuth } from './http/auth.ts';
 import { registerCompression } from './http/compression.ts';
 import { allowCrossOrigin } from './http/cors.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
@@ -65,15 +65,15 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   app.addHook('onClose', () => verifier.close());
   const failures = createFailureLimiter({ max: config.authFailuresPerMinute, windowMs: 60_000, now: clock });
   const bearerAuth = await createBearerAuth(app, { verifier, failures });
+  // Parsed once per process; glue and the docs each work on their own copy.
+  const specification = readSpecification();
   await registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,
     redisUrl: config.redisUrl,
     redisTimeoutMs: config.timeouts.redisMs,
     onSkip: metrics.rateLimitSkipped,
   });
-  adaptGlueRoutes(app);
-  // Parsed once per process; glue and the docs each work on their own copy.
-  const specification = readSpecification();
+  adaptGlueRoutes(app, { bearerAuth, security: securityByOperation(specification) });
   await registerDocs(app, structuredClone(specification));
 
   const dispatcher = new WebhookDispatcher({
@@ -100,7 +100,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   await registerOpenapiGlue(app, {
     specification,
     operationResolver: (operationId: string) => handlerFor(handlers, operationId),
-    securityHandlers: { bearerAuth },
+    securityHandlers: { bearerAuth: bearerAuth.handler },
   });
   return app;
 }
@@ -142,21 +142,46 @@ export function handlerFor(handlers: ServiceHandlers, operationId: string): Rout
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
 }
 
-function adaptGlueRoutes(app: FastifyInstance): void {
+type SecurityRequirement = Record<string, string[]>;
+
+interface GlueAdaptation {
+  bearerAuth: BearerAuth;
+  /** Each operation's security requirements, as openapi.yaml states them (its own, or the default). */
+  security: Map<string, SecurityRequirement[]>;
+}
+
+function adaptGlueRoutes(app: FastifyInstance, adaptation: GlueAdaptation): void {
   app.addHook('onRoute', (route) => {
-    if (route.schema?.operationId === undefined) return;
-    runSecurityBeforeValidation(route);
+    const operationId = route.schema?.operationId;
+    if (operationId === undefined) return;
+    runSecurityBeforeValidation(route, adaptation.bearerAuth, adaptation.security.get(operationId));
     validateEveryBody(route);
   });
 }
 
 // fastify-openapi-glue attaches security handlers as preHandler, which runs after body
 // validation; a client without a token must get 401, not a validation error, and an
-// unauthenticated body should not even be parsed. So run them as onRequest instead.
-function runSecurityBeforeValidation(route: RouteOptions): void {
+// unauthenticated body should not even be parsed. So run them as onRequest instead. The
+// usual requirement, bearerAuth alone, runs as our own callback hook (cheaper than glue's
+// async wrapper, see auth.ts); any other combination keeps glue's wrapper.
+function runSecurityBeforeValidation(route: RouteOptions, bearerAuth: BearerAuth, security: SecurityRequirement[] | undefined): void {
   if (route.preHandler === undefined) return;
-  route.onRequest = [...asArray(route.onRequest), ...asArray(route.preHandler)];
+  const scopes = security?.length === 1 && Object.keys(security[0]!).join() === 'bearerAuth' ? security[0]!.bearerAuth : undefined;
+  const check = scopes === undefined ? asArray(route.preHandler) : [bearerAuth.hookFor(scopes)];
+  route.onRequest = [...asArray(route.onRequest), ...check];
   delete route.preHandler;
+}
+
+function securityByOperation(specification: Record<string, unknown>): Map<string, SecurityRequirement[]> {
+  const spec = specification as { security?: SecurityRequirement[]; paths?: Record<string, Record<string, unknown>> };
+  const security = new Map<string, SecurityRequirement[]>();
+  for (const pathItem of Object.values(spec.paths ?? {})) {
+    for (const operation of Object.values(pathItem)) {
+      const { operationId, security: own } = (operation ?? {}) as { operationId?: string; security?: SecurityRequirement[] };
+      if (operationId !== undefined) security.set(operationId, own ?? spec.security ?? []);
+    }
+  }
+  return security;
 }
 
 // With per-media-type body schemas, Fastify skips validation when the request names no media

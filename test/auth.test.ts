@@ -80,3 +80,25 @@ t.test('tokens never reach the logs, even at debug level', async (t) => {
   t.notMatch(logs(), TOKEN, 'the valid token is not logged');
   t.notMatch(logs(), wrong, 'a wrong token is not logged');
 });
+
+// A request without any Authorization header is refused in the auth hook itself (the cheapest
+// answer); it must still be logged like every other refusal, with its request id.
+t.test('every refusal is logged once as "request refused" with its status, reason and request id', async (t) => {
+  const { app, logs } = await build(t, { logLevel: 'info' });
+  const cases: Record<string, Record<string, string>> = {
+    'no Authorization header': {},
+    'an empty Authorization header': { authorization: '' },
+    'a wrong token': { authorization: 'Bearer wrong-token-0123456789' },
+  };
+  for (const [name, headers] of Object.entries(cases)) {
+    const response = await api(t, app, { method: 'GET', url: '/plants/1', headers: { ...headers, 'x-request-id': `refusal-${name.length}` } });
+    t.equal(response.statusCode, 401, name);
+    const refusals = logs()
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === 'request refused' && line.reqId === `refusal-${name.length}`);
+    t.equal(refusals.length, 1, `${name}: one line`);
+    t.match(refusals[0], { level: 30, statusCode: 401, reason: response.json().message }, `${name}: status and reason`);
+  }
+});

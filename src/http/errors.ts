@@ -40,12 +40,17 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandlin
     const failure = toHttpError(error, request, options);
     if (failure.statusCode >= 500) {
       request.log.error({ err: error }, 'request failed');
-    } else {
-      request.log.info({ statusCode: failure.statusCode, reason: failure.message }, 'request refused');
+      return sendError(reply, failure);
     }
-    return sendError(reply, failure);
+    return refuse(request, reply, failure);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
+}
+
+/** Answers a client's fault as the error handler would (logged as refused), from a hook that need not throw. */
+export function refuse(request: FastifyRequest, reply: FastifyReply, failure: HttpError): FastifyReply {
+  request.log.info({ statusCode: failure.statusCode, reason: failure.message }, 'request refused');
+  return sendError(reply, failure);
 }
 
 function notFound(request: FastifyRequest): HttpError {

@@ -71,8 +71,9 @@ const validateExactInteger: SchemaValidateFunction = (spec: ExactIntegerSpec, da
     const noFraction = typeof data === 'number' ? ' written without fraction or exponent' : '';
     return fail(`must be an integer${noFraction}`, { type: 'integer' });
   }
-  if (value < BigInt(spec.min)) return fail(`must be >= ${spec.min}`, { limit: spec.min });
-  if (value > BigInt(spec.max)) return fail(`must be <= ${spec.max}`, { limit: spec.max });
+  const [min, max] = boundsOf(spec);
+  if (value < min) return fail(`must be >= ${spec.min}`, { limit: spec.min });
+  if (value > max) return fail(`must be <= ${spec.max}`, { limit: spec.max });
   if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
     (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = spec.asBigInt
       ? value
@@ -80,6 +81,16 @@ const validateExactInteger: SchemaValidateFunction = (spec: ExactIntegerSpec, da
   }
   return true;
 };
+
+// The bounds stay strings in the schema (Ajv serializes schemas, and JSON has no BigInt); parsing
+// them on every validation was two BigInt parses per integer field per request.
+const bounds = new WeakMap<ExactIntegerSpec, [bigint, bigint]>();
+
+function boundsOf(spec: ExactIntegerSpec): [bigint, bigint] {
+  let parsed = bounds.get(spec);
+  if (!parsed) bounds.set(spec, (parsed = [BigInt(spec.min), BigInt(spec.max)]));
+  return parsed;
+}
 
 function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
   if (typeof data === 'bigint') return data;

@@ -23,11 +23,61 @@ function exactIntegers(this: unknown, key: string, value: unknown, context?: Rev
   return value;
 }
 
+const SECURE = { protoAction: 'error', constructorAction: 'error' } as const;
+
 export function parseJson(text: string): unknown {
-  return secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, {
-    protoAction: 'error',
-    constructorAction: 'error',
-  });
+  const fast = parsedFast(text);
+  return fast !== NOT_FAST ? fast : secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, SECURE);
+}
+
+const NOT_FAST = Symbol('not parsed on the fast path');
+
+// A reviver makes JSON.parse about five times slower (2.2 against 0.5 µs for a plant). When every
+// number in the text is written as an integer (no '.', 'e' or 'E' outside strings) and parses to
+// a safe integer, plain parsing and turning those numbers into BigInt gives the same value. Any
+// other text, or anything odd on the way (invalid JSON, a forbidden key, a lone surrogate, deep
+// nesting), takes the reviver's path, so every refusal and its message stays as it was.
+function parsedFast(text: string): unknown {
+  if (!onlyIntegerNumbers(text)) return NOT_FAST;
+  try {
+    const value: unknown = secureJson.parse(text, undefined, SECURE);
+    // A bare number is left to the reviver's path; bodies are objects.
+    return typeof value !== 'number' && withBigIntegers(value) ? value : NOT_FAST;
+  } catch {
+    return NOT_FAST;
+  }
+}
+
+/** No '.', 'e' or 'E' outside string literals (so `true` and `false` take the slow path too). */
+function onlyIntegerNumbers(text: string): boolean {
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (inString) {
+      if (code === 0x5c) i++; // the escaped character, whatever it is
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x2e || code === 0x65 || code === 0x45) return false;
+  }
+  return true;
+}
+
+/** Turns every number into a BigInt in place; false when one is not a safe integer or a string is not well formed. */
+function withBigIntegers(value: unknown): boolean {
+  if (typeof value === 'string') return value.isWellFormed();
+  if (typeof value !== 'object' || value === null) return true;
+  const container = value as Record<string, unknown>;
+  for (const key in container) {
+    if (!key.isWellFormed()) return false;
+    const item = container[key];
+    if (typeof item === 'number') {
+      if (!Number.isSafeInteger(item)) return false;
+      container[key] = BigInt(item);
+    } else if (!withBigIntegers(item)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });

@@ -37,6 +37,10 @@ const CACHE_LIMIT = 10_000;
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const { store, cacheTtlMs = CACHE_TTL_MS, lastUsedFlushMs = LAST_USED_FLUSH_MS, now = Date.now } = options;
   const staticDigests = options.staticTokens.map(sha256);
+  // Built once: a static token's principal never changes, and every request with it needs one.
+  const staticPrincipals: readonly Principal[] = staticDigests.map((digest, index) =>
+    Object.freeze({ key: principalKey(digest), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
+  );
   const cache = new Map<string, { record: TokenRecord | undefined; until: number }>();
   const lastUsed = new Map<number, string>();
   const flushTimer = setInterval(() => void flush().catch(() => undefined), lastUsedFlushMs).unref();
@@ -63,15 +67,14 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     async verify(token) {
       if (token === '') return undefined;
       const digest = sha256(token);
-      const key = principalKey(digest);
       const staticIndex = constantTimeIndex(staticDigests, digest);
-      if (staticIndex >= 0) return { key, name: `API_TOKENS[${staticIndex}]`, scopes: [ALL_SCOPES] };
+      if (staticIndex >= 0) return staticPrincipals[staticIndex];
       // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
       if (!hasValidChecksum(token)) return undefined;
       const record = await lookUp(digest.toString('hex'));
       if (!record || tokenStatus(record, now()) !== 'active') return undefined;
       lastUsed.set(record.id, new Date(now()).toISOString());
-      return { key, name: record.name, scopes: record.scopes };
+      return { key: principalKey(digest), name: record.name, scopes: record.scopes };
     },
     flush,
     async close() {
@@ -97,8 +100,10 @@ function principalKey(digest: Buffer): string {
   return digest.toString('hex', 0, 16);
 }
 
+// Through hex: crypto.hash straight to a Buffer gives the digest a backing store of its own, which
+// cost 2.5 times as much (1.25 against 0.46 µs here); Buffer.from takes the bytes from Node's pool.
 function sha256(value: string): Buffer {
-  return hash('sha256', value, 'buffer');
+  return Buffer.from(hash('sha256', value, 'hex'), 'hex');
 }
 
 // Compares against every configured digest without stopping early, so timing says nothing about which matched.
