@@ -8,14 +8,15 @@
 // CHAOS_RECOVER_MS (30000), CHAOS_CLIENTS (16), CHAOS_SETTLE_WRITES (200), CHAOS_MAX_REQUESTS (200000),
 // CHAOS_FAULTS (comma-separated name fragments, e.g. "postgres,deploy"; default all).
 import { emptyFigures, everything, FAULTS, formatTable, runFault, type ChaosOptions, type FaultFigures } from './chaos-lib.ts';
+import { integerSetting } from './script-settings.ts';
 
 const options: ChaosOptions = {
-  faultMs: integer('CHAOS_FAULT_MS', 6_000, 1),
-  requestTimeoutMs: integer('CHAOS_TIMEOUT_MS', 10_000, 1),
-  recoverDeadlineMs: integer('CHAOS_RECOVER_MS', 30_000, 1),
-  clients: integer('CHAOS_CLIENTS', 16, 1),
-  settleWrites: integer('CHAOS_SETTLE_WRITES', 200, 1),
-  maxRequests: integer('CHAOS_MAX_REQUESTS', 200_000, 1),
+  faultMs: integerSetting('CHAOS_FAULT_MS', 6_000, 1),
+  requestTimeoutMs: integerSetting('CHAOS_TIMEOUT_MS', 10_000, 1),
+  recoverDeadlineMs: integerSetting('CHAOS_RECOVER_MS', 30_000, 1),
+  clients: integerSetting('CHAOS_CLIENTS', 16, 1),
+  settleWrites: integerSetting('CHAOS_SETTLE_WRITES', 200, 1),
+  maxRequests: integerSetting('CHAOS_MAX_REQUESTS', 200_000, 1),
   log: (line) => console.log(line),
 };
 const wanted = (process.env.CHAOS_FAULTS ?? '').split(',').map((part) => part.trim().toLowerCase()).filter(Boolean);
@@ -51,15 +52,4 @@ process.exitCode = failed.length === 0 ? 0 : 1;
 
 function clean(row: FaultFigures): boolean {
   return row.lost + row.outsideContract + row.unanswered + row.otherErrors + row.processExits === 0 && row.recoverMs !== undefined;
-}
-
-function integer(name: string, fallback: number, min: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min) {
-    console.error(`${name} must be an integer >= ${min}; got "${text}"`);
-    process.exit(2);
-  }
-  return value;
 }

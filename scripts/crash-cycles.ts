@@ -7,12 +7,13 @@
 // and CRASH_MAX_DELAY_MS (500): the kill comes that long after the writers start.
 import { randomInt } from 'node:crypto';
 import { runCrashCycles } from './crash-lib.ts';
+import { integerSetting } from './script-settings.ts';
 
-const cycles = integer('CRASH_CYCLES', 50, 1);
-const writers = integer('CRASH_WRITERS', 8, 1);
-const seed = integer('CRASH_SEED', randomInt(2 ** 31), 0);
-const minKillDelayMs = integer('CRASH_MIN_DELAY_MS', 0, 0);
-const maxKillDelayMs = integer('CRASH_MAX_DELAY_MS', 500, 1);
+const cycles = integerSetting('CRASH_CYCLES', 50, 1);
+const writers = integerSetting('CRASH_WRITERS', 8, 1);
+const seed = integerSetting('CRASH_SEED', randomInt(2 ** 31), 0);
+const minKillDelayMs = integerSetting('CRASH_MIN_DELAY_MS', 0, 0);
+const maxKillDelayMs = integerSetting('CRASH_MAX_DELAY_MS', 500, 1);
 const databaseUrl = process.env.CRASH_DATABASE_URL || undefined;
 
 console.log(
@@ -52,14 +53,3 @@ console.log(`  integrity checks           ${checked === 0 ? 'n/a (not SQLite)' :
 console.log(`  violations                 ${result.violations.length}`);
 if (result.keptDirectory !== undefined) console.log(`  the database was kept for inspection in ${result.keptDirectory}`);
 process.exitCode = result.violations.length === 0 ? 0 : 1;
-
-function integer(name: string, fallback: number, min: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min) {
-    console.error(`${name} must be an integer >= ${min}; got "${text}"`);
-    process.exit(2);
-  }
-  return value;
-}

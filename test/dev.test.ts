@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { REPO_ROOT } from './process.ts';
+import { isRunning, REPO_ROOT } from './process.ts';
 
 const LISTENING = /^\{.*"pid":(\d+).*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}$/gm;
 const REGENERATED = /^dev: openapi\.yaml changed; regenerated src\/generated\/openapi\.ts, restarting$/gm;
@@ -14,14 +14,6 @@ function scratchCopy(dir: string): void {
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 t.test('npm run dev regenerates the types and restarts on changes to openapi.yaml and src/', async (t) => {
   const dir = t.testdir();

@@ -176,3 +176,13 @@ export async function runScript(
   const exit = await exited;
   return { ...exit, ...output };
 }
+
+/** Whether a process of this pid exists (signal 0 checks without signalling). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -3,7 +3,7 @@
 // supervisor runs it) hands SIGTERM and SIGINT to the server.
 import t from 'tap';
 import { contractProblems } from './contract.ts';
-import { serverEnv, startServer } from './process.ts';
+import { isRunning, serverEnv, startServer } from './process.ts';
 import { openRaw, tryConnect, type RawConnection, type RawResponse } from './raw-http.ts';
 
 const TOKEN = 'rolling-deploy-token-0123456789';
@@ -127,14 +127,6 @@ function within<T, F>(ms: number, value: Promise<T>, fallback: F): Promise<T | F
   return Promise.race([value, expired]).finally(() => clearTimeout(timer));
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 t.test('a second signal while stopping (a second Ctrl-C, or the one npm forwards) does not cut the stop short', async (t) => {
   const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));
