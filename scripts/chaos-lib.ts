@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { contractProblems, spec } from '../test/contract.ts';
 import { serverEnv, startServer, type Exit, type RunningServer, type ServerEnv, type Teardown } from '../test/process.ts';
-import { postgresBinDir, startPostgresCluster } from './faults/postgres-cluster.ts';
+import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './faults/postgres-cluster.ts';
 import { redisServerAvailable, startRedisServer } from './faults/redis-server.ts';
 import { holdWriteLock, smallDisk, smallDiskSkipReason } from './faults/sqlite-faults.ts';
 
@@ -122,43 +122,21 @@ export interface FaultDefinition {
 }
 
 export const FAULTS: readonly FaultDefinition[] = [
-  {
-    name: 'postgres: pg_terminate_backend',
-    unavailable: postgresMissing,
-    prepare: async ({ options, cleanup }) => {
-      const cluster = await startPostgresCluster();
-      cleanup.teardown(() => cluster.destroy());
-      return {
-        env: { DATABASE_URL: cluster.url },
-        // Every backend of the service, again and again while the fault lasts: idle and checked-out clients alike.
-        run: async ({ note }) => {
-          const until = performance.now() + options.faultMs;
-          let terminated = 0;
-          do {
-            terminated += await terminateBackends(cluster.url);
-            await pause(100);
-          } while (performance.now() < until);
-          note(`${terminated} backends terminated`);
-        },
-      };
-    },
-  },
-  {
-    name: 'postgres: kill -9, restart',
-    unavailable: postgresMissing,
-    prepare: async ({ options, cleanup }) => {
-      const cluster = await startPostgresCluster();
-      cleanup.teardown(() => cluster.destroy());
-      return {
-        env: { DATABASE_URL: cluster.url },
-        run: async () => {
-          await cluster.kill('SIGKILL');
-          await pause(options.faultMs);
-          await cluster.start();
-        },
-      };
-    },
-  },
+  onOwnCluster('postgres: pg_terminate_backend', (cluster, options) => async ({ note }) => {
+    // Every backend of the service, again and again while the fault lasts: idle and checked-out clients alike.
+    const until = performance.now() + options.faultMs;
+    let terminated = 0;
+    do {
+      terminated += await terminateBackends(cluster.url);
+      await pause(100);
+    } while (performance.now() < until);
+    note(`${terminated} backends terminated`);
+  }),
+  onOwnCluster('postgres: kill -9, restart', (cluster, options) => async () => {
+    await cluster.kill('SIGKILL');
+    await pause(options.faultMs);
+    await cluster.start();
+  }),
   {
     name: 'redis: SIGSTOP, SIGCONT',
     unavailable: () => (redisServerAvailable() ? undefined : 'redis-server is not installed'),
@@ -257,6 +235,19 @@ export const FAULTS: readonly FaultDefinition[] = [
     },
   },
 ];
+
+/** A fault on a PostgreSQL cluster of the harness's own (initdb, a free port), destroyed after it. */
+function onOwnCluster(name: string, fault: (cluster: PostgresCluster, options: ChaosOptions) => PreparedFault['run']): FaultDefinition {
+  return {
+    name,
+    unavailable: postgresMissing,
+    prepare: async ({ options, cleanup }) => {
+      const cluster = await startPostgresCluster();
+      cleanup.teardown(() => cluster.destroy());
+      return { env: { DATABASE_URL: cluster.url }, run: fault(cluster, options) };
+    },
+  };
+}
 
 function postgresMissing(): string | undefined {
   return postgresBinDir() === undefined ? 'PostgreSQL server binaries (initdb) are not installed' : undefined;

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { holdWriteLock, smallDisk, smallDiskSkipReason } from '../scripts/faults/sqlite-faults.ts';
+import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from '../scripts/faults/sqlite-faults.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { StoreUnavailableError } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
@@ -62,12 +62,18 @@ async function createWhileLocked(t: Test, server: RunningServer, plant: { id: nu
   return { create: create.promise };
 }
 
-t.test('another process holds the write lock past the wait: reads answer meanwhile, then the create answers 503', async (t) => {
+/** The real server with plant 1 stored, and another process holding its write lock. */
+async function serverWithLockHeld(t: Test): Promise<{ server: RunningServer; holder: LockHolder }> {
   const dir = t.testdir();
   const server = await startServer(t, serverEnv(dir, { API_TOKENS: TOKEN }));
   t.equal((await call(t, server, 'POST', '/plants', { id: 1, name: 'before the lock' })).status, 200);
   const holder = await holdWriteLock(join(dir, 'plants.db'));
   t.teardown(() => holder.release());
+  return { server, holder };
+}
+
+t.test('another process holds the write lock past the wait: reads answer meanwhile, then the create answers 503', async (t) => {
+  const { server, holder } = await serverWithLockHeld(t);
 
   const { create } = await createWhileLocked(t, server, { id: 2, name: 'while locked' });
   isUnavailable(t, await create, 'the create that waited out the lock');
@@ -77,11 +83,7 @@ t.test('another process holds the write lock past the wait: reads answer meanwhi
 });
 
 t.test('another process releases the write lock within the wait: the waiting create answers 200', async (t) => {
-  const dir = t.testdir();
-  const server = await startServer(t, serverEnv(dir, { API_TOKENS: TOKEN }));
-  t.equal((await call(t, server, 'POST', '/plants', { id: 1, name: 'before the lock' })).status, 200);
-  const holder = await holdWriteLock(join(dir, 'plants.db'));
-  t.teardown(() => holder.release());
+  const { server, holder } = await serverWithLockHeld(t);
 
   const { create } = await createWhileLocked(t, server, { id: 2, name: 'while locked' });
   // Released once the reads have shown the loop turns, while the create still waits.
