@@ -46,6 +46,8 @@ export interface AppDependencies {
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, logStream));
   returnRequestIds(app); // first, so that every answer carries the id, the 503 while closing included
+  // Before any route is added (CORS adds one): each route observes its own requests.
+  const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
   installErrorHandling(app, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
   // After the error handler (its OPTIONS route answers Error bodies), before the closing check and
   // auth, so that a page can read every answer, the 503 while closing and the 401 included.
@@ -58,7 +60,6 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   // Before any route: the request spans must cover them all. Not even loaded when tracing is off.
   const tracing = config.tracing && (await (await import('./tracing.ts')).startTracing(app, config.tracing));
   await registerCompression(app); // before any route is added: its onRoute hook picks the compressed ones
-  const metrics = createMetrics(app, () => plainStore.countPendingDeliveries());
   const store = metrics.instrument(tracing ? tracing.instrument(plainStore) : plainStore);
 
   const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });

@@ -3,9 +3,10 @@
 // of Redis, and the process defaults (memory, CPU, event-loop delay). Each app has its own
 // registry, so tests can build many.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from './operations.ts';
 import type { RedisSkipReason } from './redis-deadline.ts';
+import { SeriesHistogram, type Observe } from './series-histogram.ts';
 
 export interface Metrics {
   registry: Registry;
@@ -20,17 +21,18 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Histogram({
+  // The two histograms on every request's path are our own, cheaper to observe (series-histogram.ts).
+  const requests = new SeriesHistogram({
     name: 'http_request_duration_seconds',
     help: 'Time to answer a request, by operation (the operationId, or "unknown") and status',
-    labelNames: ['operation', 'method', 'status'],
+    labelNames: ['operation', 'method', 'status'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  const storeLatency = new Histogram({
+  const storeLatency = new SeriesHistogram({
     name: 'store_operation_duration_seconds',
     help: 'Time the store took per method, failures included',
-    labelNames: ['method', 'outcome'],
+    labelNames: ['method', 'outcome'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
@@ -61,11 +63,27 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   });
 
-  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
-    requests.observe({ operation, method: request.method, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
-    done();
+  // Each route observes with its operation fixed when it is added: reading it per request through
+  // request.routeOptions built a dozen-field object every time. A 404 has no route: "unknown".
+  const observerFor = (operation: string) => {
+    const byMethodAndStatus = new Map<string, Observe>();
+    return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      const key = `${request.method} ${reply.statusCode}`;
+      let observe = byMethodAndStatus.get(key);
+      if (observe === undefined) {
+        observe = requests.series(operation, request.method, String(reply.statusCode));
+        byMethodAndStatus.set(key, observe);
+      }
+      observe(reply.elapsedTime / 1000);
+      done();
+    };
+  };
+  app.addHook('onRoute', (route) => {
+    const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
+    route.onResponse = [...asArray(route.onResponse), observerFor(operation)];
   });
+  const observeUnrouted = observerFor('unknown');
+  app.addHook('onResponse', (request, reply, done) => (request.is404 ? observeUnrouted(request, reply, done) : done()));
 
   return {
     registry,
@@ -75,15 +93,17 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
       // Every method wrapped once, up front: store calls are on every request's path.
       const timed: Record<string, unknown> = {};
       for (const [name, method] of methodsOf(store)) {
+        // Resolved on first use: /metrics shows a method's series once it has been called.
+        let ok: Observe | undefined;
+        let failed: Observe | undefined;
         timed[name] = (...args: unknown[]) => {
           const started = performance.now();
           const result = method.apply(store, args);
           if (!(result instanceof Promise)) return result;
-          const observe = (outcome: string) => storeLatency.observe({ method: name, outcome }, (performance.now() - started) / 1000);
           return result.then(
-            (resolved) => (observe('ok'), resolved),
+            (resolved) => ((ok ??= storeLatency.series(name, 'ok'))(secondsSince(started)), resolved),
             (error: unknown) => {
-              observe('error');
+              (failed ??= storeLatency.series(name, 'error'))(secondsSince(started));
               throw error;
             },
           );
@@ -92,6 +112,15 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
       return timed as typeof store;
     },
   };
+}
+
+function asArray<T>(value: T | T[] | undefined): T[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function secondsSince(started: number): number {
+  return (performance.now() - started) / 1000;
 }
 
 /** The methods of an object, own and inherited (a class instance's live on its prototypes). */

@@ -17,6 +17,11 @@ export interface Principal {
 
 export interface TokenVerifier {
   verify(token: string): Promise<Principal | undefined>;
+  /**
+   * The same answer without waiting, when it needs no store lookup: a static token, or a stored
+   * one whose record is cached. Otherwise (and for a token that is not valid) undefined: ask verify.
+   */
+  verifyKnown(token: string): Principal | undefined;
   /** Writes pending last-use times; call on shutdown. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -46,8 +51,6 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const flushTimer = setInterval(() => void flush().catch(() => undefined), lastUsedFlushMs).unref();
 
   async function lookUp(hash: string): Promise<TokenRecord | undefined> {
-    const cached = cache.get(hash);
-    if (cached && cached.until > now()) return cached.record;
     const record = await store.findTokenByHash(hash);
     if (cache.size >= CACHE_LIMIT) cache.clear(); // a flood of distinct tokens must not grow memory
     // Unknown tokens are cached too: a flood of one bad token costs one lookup per TTL, and a
@@ -63,18 +66,35 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     await store.recordTokenUse(batch);
   }
 
+  // What is known without the store: a static token's principal, an answer that needs no lookup
+  // (no checksum), or the cached record of a stored token; otherwise the digest to look up.
+  function knownAnswer(token: string): Principal | undefined | { lookUp: string; digest: Buffer } {
+    if (token === '') return undefined;
+    const digest = sha256(token);
+    const staticIndex = constantTimeIndex(staticDigests, digest);
+    if (staticIndex >= 0) return staticPrincipals[staticIndex];
+    // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
+    if (!hasValidChecksum(token)) return undefined;
+    const hex = digest.toString('hex');
+    const cached = cache.get(hex);
+    return cached && cached.until > now() ? principalOf(cached.record, digest) : { lookUp: hex, digest };
+  }
+
+  function principalOf(record: TokenRecord | undefined, digest: Buffer): Principal | undefined {
+    if (!record || tokenStatus(record, now()) !== 'active') return undefined;
+    lastUsed.set(record.id, new Date(now()).toISOString());
+    return { key: principalKey(digest), name: record.name, scopes: record.scopes };
+  }
+
   return {
     async verify(token) {
-      if (token === '') return undefined;
-      const digest = sha256(token);
-      const staticIndex = constantTimeIndex(staticDigests, digest);
-      if (staticIndex >= 0) return staticPrincipals[staticIndex];
-      // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
-      if (!hasValidChecksum(token)) return undefined;
-      const record = await lookUp(digest.toString('hex'));
-      if (!record || tokenStatus(record, now()) !== 'active') return undefined;
-      lastUsed.set(record.id, new Date(now()).toISOString());
-      return { key: principalKey(digest), name: record.name, scopes: record.scopes };
+      const known = knownAnswer(token);
+      if (known === undefined || !('lookUp' in known)) return known;
+      return principalOf(await lookUp(known.lookUp), known.digest);
+    },
+    verifyKnown(token) {
+      const known = knownAnswer(token);
+      return known === undefined || 'lookUp' in known ? undefined : known;
     },
     flush,
     async close() {
