@@ -13,7 +13,7 @@ import { installLifecycle } from './http/lifecycle.ts';
 import { answerTransportEdges, TRANSPORT_SERVER_OPTIONS } from './http/transport.ts';
 import { closeOnUnreadBodies } from './http/unread-body.ts';
 import { useExactJsonBodies } from './http/json.ts';
-import { loggerOptions } from './http/logging.ts';
+import { loggerOptions, requestLoggerFactory } from './http/logging.ts';
 import { createMetrics, createMetricsHandler } from './http/metrics.ts';
 import { registerOpenapiGlue } from './http/openapi-glue.ts';
 import type { ServiceHandlers } from './http/operations.ts';
@@ -109,6 +109,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config.logLevel, logStream),
+    childLoggerFactory: requestLoggerFactory,
     genReqId: requestIdFor,
     // request.ip, the address in logs and in the failed-authentication guard, is then the
     // client's as the trusted proxies report it in X-Forwarded-For.
@@ -157,6 +158,7 @@ function adaptGlueRoutes(app: FastifyInstance, adaptation: GlueAdaptation): void
     if (operationId === undefined) return;
     runSecurityBeforeValidation(route, adaptation.bearerAuth, adaptation.security.get(operationId));
     validateEveryBody(route);
+    serializeJsonResponsesDirectly(route);
   });
 }
 
@@ -193,6 +195,18 @@ function validateEveryBody(route: RouteOptions): void {
   const mediaTypes = Object.keys(body?.content ?? {});
   if (mediaTypes.length !== 1 || mediaTypes[0] !== 'application/json') return;
   route.schema!.body = body!.content!['application/json']!.schema;
+}
+
+// A response schema per media type makes Fastify parse the answer's Content-Type on every reply
+// to pick its serializer (0.3 µs of a 16 µs 401 in a profile). A status answered only in JSON has
+// one serializer whatever the parameters of its Content-Type: give Fastify that schema directly.
+function serializeJsonResponsesDirectly(route: RouteOptions): void {
+  const responses = route.schema?.response as Record<string, unknown> | undefined;
+  for (const [status, response] of Object.entries(responses ?? {})) {
+    const content = (response as { content?: Record<string, { schema?: unknown }> }).content ?? {};
+    const schema = content['application/json']?.schema;
+    if (Object.keys(content).length === 1 && schema !== undefined) responses![status] = schema;
+  }
 }
 
 function asArray<T>(value: T | T[] | undefined): T[] {

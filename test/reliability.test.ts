@@ -490,3 +490,24 @@ t.test('X-Request-Id: a safe id is echoed and logged; an unsafe or missing one i
   }
   t.equal(generated.size, cases.length, 'a new UUID for every request');
 });
+
+// Each request's logger becomes pino's child only when the request writes a line (logging.ts).
+// (Its children, as tracing makes them, are checked in otel.test.ts.)
+t.test('at LOG_LEVEL=warn a request writes only lines at warn and above, each naming the request', async (t) => {
+  const store = new SqliteStore(join(t.testdir(), 'plants.db'));
+  const { app, logs } = await build(t, { logLevel: 'warn' }, { store });
+  t.equal((await app.inject({ url: '/readyz', headers: { 'x-request-id': 'ready-1' } })).statusCode, 200);
+  t.equal((await app.inject({ url: '/plants/1', headers: { 'x-request-id': 'refused-1' } })).statusCode, 401);
+  t.same(logLinesOf(logs(), 'ready-1'), [], 'an answered request writes no line at warn');
+  t.same(logLinesOf(logs(), 'refused-1'), [], 'nor does a refusal (logged at info)');
+  await store.close(); // the store no longer answers: readiness fails, and says so at warn
+  t.equal((await app.inject({ url: '/readyz', headers: { 'x-request-id': 'ready-2' } })).statusCode, 503);
+  t.same(
+    logLinesOf(logs(), 'ready-2').map((line) => [line.level, line.msg]),
+    [
+      [40, 'readiness check failed: the store does not answer'],
+      [50, 'request failed'],
+    ],
+    'the warn line and the 503, each with the request id',
+  );
+});
