@@ -3,7 +3,7 @@ import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
 import { HttpError } from '../http/errors.ts';
 import type { OperationHandler } from '../http/operations.ts';
 import { plantWith, type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
-import { decodeCursor, encodeCursor, plantEtag, toPlant, toStoredPlant } from './representation.ts';
+import { decodeCursor, encodeCursor, plantEtag, toPlant } from './representation.ts';
 
 export interface PlantHandlers {
   createPlant: OperationHandler<'createPlant'>;
@@ -50,7 +50,8 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       // Read the condition before setting the ETag: a malformed one is a 400, which carries none.
       const fresh = ifNoneMatchHits(request.headers['if-none-match'], etag);
       reply.header('etag', etag);
-      return fresh ? reply.code(304).send() : toStoredPlant(plant);
+      // The record has the StoredPlant shape, as in listPlants: the response schema writes its fields.
+      return fresh ? reply.code(304).send() : plant;
     },
 
     async replacePlant(request, reply) {
@@ -59,7 +60,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const plant = writtenPlant(result, id);
       afterChange?.();
       reply.header('etag', plantEtag(plant));
-      return toStoredPlant(plant);
+      return plant;
     },
 
     async deletePlant(request, reply) {

@@ -6,24 +6,30 @@ import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 
 type Plant = components['schemas']['Plant'];
-type StoredPlant = components['schemas']['StoredPlant'];
 
 /** The published Plant shape: every field but the id (a record holds no key for a field without a value). */
 export function toPlant({ id, ...plant }: PlantRecord): Plant {
   return plant;
 }
 
-export function toStoredPlant(plant: PlantRecord): StoredPlant {
-  return { id: plant.id, ...toPlant(plant) };
-}
-
 /** A strong ETag of the plant's content: equal exactly when every field is. */
-export function plantEtag({ id, name, tag, ...added }: PlantRecord): string {
+export function plantEtag(plant: PlantRecord): string {
   // Fields added after name and tag are hashed after them, only when present: existing ETags stay valid.
-  const fields: unknown[] = [String(id), name, tag ?? null];
-  if (Object.values(added).some((value) => value !== undefined)) fields.push(inKeyOrder(added));
+  const fields: unknown[] = [String(plant.id), plant.name, plant.tag ?? null];
+  const added = addedFields(plant);
+  if (added !== undefined) fields.push(inKeyOrder(added));
   const content = JSON.stringify(fields);
   return `"${hash('sha256', content, 'base64url').slice(0, 27)}"`;
+}
+
+/** The fields with a value beyond id, name and tag, or undefined when there are none (no object built then). */
+function addedFields(plant: PlantRecord): Record<string, unknown> | undefined {
+  let added: Record<string, unknown> | undefined;
+  for (const key in plant) {
+    const value: unknown = plant[key as keyof PlantRecord];
+    if (key !== 'id' && key !== 'name' && key !== 'tag' && value !== undefined) (added ??= {})[key] = value;
+  }
+  return added;
 }
 
 const CURSOR_VERSION = 'p1';
