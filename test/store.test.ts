@@ -155,6 +155,33 @@ for (const subscribed of [false, true]) {
   });
 }
 
+t.test('plant writes see the subscriptions as they stand at each write, within a batch and across processes', async (t) => {
+  const path = join(t.testdir(), 'plants.db');
+  const store = new SqliteStore(path);
+  t.teardown(() => store.close());
+  const hook = (name: string) => ({ url: `https://example.com/${name}`, events: ['plant.created'] as const, secret: `whsec_${name}` });
+  const outbox = async () =>
+    (await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100)).map((delivery) => [delivery.url, delivery.payload]);
+
+  // Issued in one tick: one batch, the subscription created between two writes (the first one found no subscriber).
+  await Promise.all([
+    store.createPlant({ id: 1n, name: 'before' }),
+    store.createSubscription(hook('new')),
+    store.createPlant({ id: 2n, name: 'after' }),
+  ]);
+  t.strictSame(await outbox(), [['https://example.com/new', '{"id":2,"name":"after"}']], 'the write after the subscription has its event');
+  await store.deleteSubscription((await store.listSubscriptions())[0]!.id);
+
+  // Another process subscribes between two batches of this one.
+  t.equal((await store.createPlant({ id: 5n, name: 'unwatched' })).outcome, 'created');
+  const other = new DatabaseSync(path);
+  other.prepare('INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?)')
+    .run('https://example.com/other', 'plant.created', 'whsec_other', new Date().toISOString());
+  other.close();
+  t.equal((await store.createPlant({ id: 6n, name: 'watched' })).outcome, 'created');
+  t.strictSame(await outbox(), [['https://example.com/other', '{"id":6,"name":"watched"}']], "the other process's subscription gets the next write");
+});
+
 t.test('the database file keeps the token hash and hint, never the token', async (t) => {
   const path = join(t.testdir(), 'plants.db');
   const store = new SqliteStore(path);

@@ -112,6 +112,13 @@ export class SqliteStore implements PlantStore {
   #closed = false;
   /** The storage fault (full disk, I/O error) that failed the last batch; cleared by the next commit. */
   #writeFault: unknown;
+  /**
+   * Whether an enabled subscription wants each event, as read in the batch under way: asked once per batch rather
+   * than once per write. Holding the write lock, no other process can change it meanwhile; this one's subscription
+   * writes clear it (a stale "no" would lose events; a stale "yes" only costs a savepoint, as the outbox insert
+   * selects the subscriptions itself).
+   */
+  readonly #subscribed = new Map<WebhookEvent, boolean>();
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.#options = options;
@@ -224,6 +231,7 @@ export class SqliteStore implements PlantStore {
       const row = this.#sql(
         `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
       ).get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
+      this.#subscribed.clear();
       return toSubscription(row as unknown as SubscriptionRow<string>, iso);
     });
   }
@@ -236,7 +244,9 @@ export class SqliteStore implements PlantStore {
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#write(() => {
       this.#sql('DELETE FROM webhook_deliveries WHERE subscription_id = ?').run(id);
-      return Number(this.#sql('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+      const deleted = Number(this.#sql('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+      this.#subscribed.clear();
+      return deleted;
     });
   }
 
@@ -287,6 +297,7 @@ export class SqliteStore implements PlantStore {
       if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
       this.#sql('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
         .run(outcome.at, outcome.disableSubscription, row.subscription_id);
+      this.#subscribed.clear();
       this.#sql(
           `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
              last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
@@ -383,9 +394,18 @@ export class SqliteStore implements PlantStore {
   #plantWrite<T>(event: WebhookEvent, change: (emit: (plant: PlantRecord) => void) => T): Promise<T> {
     const trace = outboxTrace();
     return this.#write(() => {
-      if (!this.#sql(SQL.hasSubscriber).get(event)) return change(noEvent);
+      if (!this.#hasSubscriber(event)) return change(noEvent);
       return this.#inSavepoint(() => change((plant) => this.#emit(event, plant, trace)));
     }, false);
+  }
+
+  #hasSubscriber(event: WebhookEvent): boolean {
+    let subscribed = this.#subscribed.get(event);
+    if (subscribed === undefined) {
+      subscribed = this.#sql(SQL.hasSubscriber).get(event) !== undefined;
+      this.#subscribed.set(event, subscribed);
+    }
+    return subscribed;
   }
 
   #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): void {
@@ -466,6 +486,8 @@ export class SqliteStore implements PlantStore {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
+      // Other processes may have changed the subscriptions since the last batch.
+      this.#subscribed.clear();
       for (const { work, isolated } of batch) outcomes.push(this.#settle(isolated ? () => this.#inSavepoint(work) : work));
       this.#db.exec('COMMIT');
     } catch (error) {
