@@ -143,10 +143,7 @@ export class SqliteStore implements PlantStore {
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     return this.#plantWrite('plant.created', (emit) => {
       const { changes } = this.#sql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
-      if (Number(changes) === 1) {
-        emit(plant);
-        return { outcome: 'created', stored: plant };
-      }
+      if (Number(changes) === 1) return { outcome: 'created', stored: plant, eventWritten: emit(plant) };
       const stored = this.#selectPlant(plant.id)!;
       return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
     });
@@ -171,8 +168,7 @@ export class SqliteStore implements PlantStore {
       this.#conditionally(id, precondition, () => {
         this.#sql(SQL.updatePlant).run(content.name, content.tag ?? null, id);
         const plant = plantWith(id, content);
-        emit(plant);
-        return plant;
+        return { outcome: 'done', plant, eventWritten: emit(plant) };
       }),
     );
   }
@@ -181,8 +177,7 @@ export class SqliteStore implements PlantStore {
     return this.#plantWrite('plant.deleted', (emit) =>
       this.#conditionally(id, precondition, (current) => {
         this.#sql(SQL.deletePlant).run(id);
-        emit(current);
-        return current;
+        return { outcome: 'done', plant: current, eventWritten: emit(current) };
       }),
     );
   }
@@ -391,7 +386,7 @@ export class SqliteStore implements PlantStore {
    * writes have none: then the write is that one statement, which undoes itself if it fails, and needs no
    * savepoint; with subscribers, a savepoint keeps the plant and its outbox rows together.
    */
-  #plantWrite<T>(event: WebhookEvent, change: (emit: (plant: PlantRecord) => void) => T): Promise<T> {
+  #plantWrite<T>(event: WebhookEvent, change: (emit: (plant: PlantRecord) => boolean) => T): Promise<T> {
     const trace = outboxTrace();
     return this.#write(() => {
       if (!this.#hasSubscriber(event)) return change(noEvent);
@@ -408,9 +403,11 @@ export class SqliteStore implements PlantStore {
     return subscribed;
   }
 
-  #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): void {
+  /** Writes the event's outbox rows, one per subscription to it; answers whether there were any. */
+  #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): boolean {
     const now = new Date().toISOString();
-    this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, traceparent, event);
+    const { changes } = this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, traceparent, event);
+    return Number(changes) > 0;
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
@@ -418,11 +415,11 @@ export class SqliteStore implements PlantStore {
     return row && plantFromTuple(row);
   }
 
-  #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => PlantRecord): ConditionalWrite {
+  #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => ConditionalWrite): ConditionalWrite {
     const current = this.#selectPlant(id);
     if (!current) return { outcome: 'missing' };
     if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
-    return { outcome: 'done', plant: write(current) };
+    return write(current);
   }
 
   /** Runs a read; in the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), retries on timers. */
@@ -552,7 +549,9 @@ const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 
 type PlantTuple = [id: bigint, name: string, tag: string | null];
 
-function noEvent(): void {}
+function noEvent(): boolean {
+  return false;
+}
 
 function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
   return tag === null ? { id, name } : { id, name, tag };
