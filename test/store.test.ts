@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { DatabaseUrlError, openStore } from '../src/store/factory.ts';
 import { migrations } from '../src/store/migrations.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import type { PlantContent } from '../src/store/types.ts';
 import { readRows } from './helper.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { storeContract } from './store-contract.ts';
@@ -107,6 +108,78 @@ t.test('creates issued together share one transaction (group commit)', async (t)
   t.same(new Set(outcomes), new Set(['created']));
   const transactions = statements.filter((sql) => /^(BEGIN|COMMIT|ROLLBACK$)/.test(sql));
   t.same(transactions, ['BEGIN IMMEDIATE', 'COMMIT'], 'one transaction, one commit for 100 creates');
+});
+
+// A plant write without subscribers runs without a savepoint of its own: the failing statement must undo
+// itself and leave the transaction to the writes beside it. With a subscriber, its outbox rows go with it.
+for (const subscribed of [false, true]) {
+  t.test(`a plant write the database refuses rejects only its own call (${subscribed ? 'with' : 'without'} a subscriber)`, async (t) => {
+    const store = new SqliteStore(join(t.testdir(), 'plants.db'));
+    t.teardown(() => store.close());
+    if (subscribed) await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced'], secret: 'whsec_x' });
+    t.equal((await store.createPlant({ id: 10n, name: 'ten' })).outcome, 'created');
+    await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
+    // Neither passes the table's constraints (tag TEXT in a STRICT table, name NOT NULL); the handlers' validation
+    // keeps such values away, so only a fault in this process could send them.
+    const refusedTag = { name: 'two', tag: new Uint8Array([2]) } as unknown as PlantContent;
+    const refusedName = { name: null } as unknown as PlantContent;
+    const settled = await Promise.allSettled([
+      store.createPlant({ id: 1n, name: 'one' }),
+      store.createPlant({ id: 2n, ...refusedTag }),
+      store.replacePlant(10n, refusedName),
+      store.createPlant({ id: 3n, name: 'three' }),
+      store.replacePlant(10n, { name: 'ten renamed' }),
+    ]);
+    t.strictSame(
+      settled.map((result) => result.status),
+      ['fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled'],
+      'only the two refused writes reject',
+    );
+    t.strictSame(
+      await store.listPlants({ limit: 10 }),
+      [{ id: 1n, name: 'one' }, { id: 3n, name: 'three' }, { id: 10n, name: 'ten renamed' }],
+      'the writes beside them are stored, the refused ones left nothing',
+    );
+    const claimed = await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
+    t.strictSame(
+      claimed.map((delivery) => [delivery.event, delivery.payload]),
+      subscribed
+        ? [
+            ['plant.created', '{"id":1,"name":"one"}'],
+            ['plant.created', '{"id":3,"name":"three"}'],
+            ['plant.replaced', '{"id":10,"name":"ten renamed"}'],
+          ]
+        : [],
+      'one outbox row per stored write, none for the refused ones',
+    );
+  });
+}
+
+t.test('plant writes see the subscriptions as they stand at each write, within a batch and across processes', async (t) => {
+  const path = join(t.testdir(), 'plants.db');
+  const store = new SqliteStore(path);
+  t.teardown(() => store.close());
+  const hook = (name: string) => ({ url: `https://example.com/${name}`, events: ['plant.created'] as const, secret: `whsec_${name}` });
+  const outbox = async () =>
+    (await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100)).map((delivery) => [delivery.url, delivery.payload]);
+
+  // Issued in one tick: one batch, the subscription created between two writes (the first one found no subscriber).
+  await Promise.all([
+    store.createPlant({ id: 1n, name: 'before' }),
+    store.createSubscription(hook('new')),
+    store.createPlant({ id: 2n, name: 'after' }),
+  ]);
+  t.strictSame(await outbox(), [['https://example.com/new', '{"id":2,"name":"after"}']], 'the write after the subscription has its event');
+  await store.deleteSubscription((await store.listSubscriptions())[0]!.id);
+
+  // Another process subscribes between two batches of this one.
+  t.equal((await store.createPlant({ id: 5n, name: 'unwatched' })).outcome, 'created');
+  const other = new DatabaseSync(path);
+  other.prepare('INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?)')
+    .run('https://example.com/other', 'plant.created', 'whsec_other', new Date().toISOString());
+  other.close();
+  t.equal((await store.createPlant({ id: 6n, name: 'watched' })).outcome, 'created');
+  t.strictSame(await outbox(), [['https://example.com/other', '{"id":6,"name":"watched"}']], "the other process's subscription gets the next write");
 });
 
 t.test('the database file keeps the token hash and hint, never the token', async (t) => {

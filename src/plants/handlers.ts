@@ -16,6 +16,7 @@ export interface PlantHandlers {
 /** Mirrors the spec's default for `limit`, which Ajv fills in before the handler runs. */
 const DEFAULT_PAGE_SIZE = 100;
 
+/** `afterChange` is called after a write that added webhook deliveries, or may have: the store did not say it added none. */
 export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
   return {
     async createPlant(request) {
@@ -24,7 +25,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
-      if (result.outcome === 'created') afterChange?.();
+      if (result.outcome === 'created' && result.eventWritten !== false) afterChange?.();
       return toPlant(result.stored);
     },
 
@@ -58,15 +59,16 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const { id } = request.params;
       const result = await store.replacePlant(id, request.body, ifMatch(request.headers['if-match']));
       const plant = writtenPlant(result, id);
-      afterChange?.();
+      if (wroteEvent(result)) afterChange?.();
       reply.header('etag', plantEtag(plant));
       return plant;
     },
 
     async deletePlant(request, reply) {
       const { id } = request.params;
-      writtenPlant(await store.deletePlant(id, ifMatch(request.headers['if-match'])), id);
-      afterChange?.();
+      const result = await store.deletePlant(id, ifMatch(request.headers['if-match']));
+      writtenPlant(result, id);
+      if (wroteEvent(result)) afterChange?.();
       return reply.code(204).send();
     },
   };
@@ -86,6 +88,10 @@ function writtenPlant(result: ConditionalWrite, id: bigint): PlantRecord {
     });
   }
   return result.plant;
+}
+
+function wroteEvent(result: ConditionalWrite): boolean {
+  return result.outcome === 'done' && result.eventWritten !== false;
 }
 
 function notFound(id: bigint): HttpError {

@@ -1,8 +1,9 @@
 // PlantStore on an embedded SQLite file through node:sqlite.
 // Durability: WAL with synchronous=FULL, so an acknowledged write survives power loss.
 // Throughput: writes that arrive in the same turn of the event loop share one transaction
-// (group commit), so many writes pay for one fsync. Each write runs in its own savepoint, so
-// one failing write does not take the others in its batch down with it.
+// (group commit), so many writes pay for one fsync. One failing write does not take the others in
+// its batch down with it: a write that makes more than one change runs in its own savepoint, and one
+// that makes a single change in a single statement needs none, since a failing statement undoes itself.
 // Never blocking: the synchronous driver would freeze the whole event loop inside busy_timeout while
 // another process holds the write lock, so once open the connection has busy_timeout 0 and a batch that
 // finds the lock taken waits on timers (reads meanwhile go on: WAL readers need no lock), up to
@@ -57,6 +58,8 @@ const iso = (time: string): string => time;
 
 interface PendingWrite {
   work: () => unknown;
+  /** Run in a savepoint of its own, so that failing part-way undoes its changes and no other write's. */
+  isolated: boolean;
   resolve: (result: any) => void;
   reject: (error: unknown) => void;
   /** performance.now() after which waiting for another process's lock gives up. */
@@ -109,6 +112,13 @@ export class SqliteStore implements PlantStore {
   #closed = false;
   /** The storage fault (full disk, I/O error) that failed the last batch; cleared by the next commit. */
   #writeFault: unknown;
+  /**
+   * Whether an enabled subscription wants each event, as read in the batch under way: asked once per batch rather
+   * than once per write. Holding the write lock, no other process can change it meanwhile; this one's subscription
+   * writes clear it (a stale "no" would lose events; a stale "yes" only costs a savepoint, as the outbox insert
+   * selects the subscriptions itself).
+   */
+  readonly #subscribed = new Map<WebhookEvent, boolean>();
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.#options = options;
@@ -131,13 +141,9 @@ export class SqliteStore implements PlantStore {
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
-    const trace = outboxTrace();
-    return this.#write(() => {
+    return this.#plantWrite('plant.created', (emit) => {
       const { changes } = this.#sql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
-      if (Number(changes) === 1) {
-        this.#emit('plant.created', plant, trace);
-        return { outcome: 'created', stored: plant };
-      }
+      if (Number(changes) === 1) return { outcome: 'created', stored: plant, eventWritten: emit(plant) };
       const stored = this.#selectPlant(plant.id)!;
       return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
     });
@@ -158,24 +164,20 @@ export class SqliteStore implements PlantStore {
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
-    const trace = outboxTrace();
-    return this.#write(() =>
+    return this.#plantWrite('plant.replaced', (emit) =>
       this.#conditionally(id, precondition, () => {
         this.#sql(SQL.updatePlant).run(content.name, content.tag ?? null, id);
         const plant = plantWith(id, content);
-        this.#emit('plant.replaced', plant, trace);
-        return plant;
+        return { outcome: 'done', plant, eventWritten: emit(plant) };
       }),
     );
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
-    const trace = outboxTrace();
-    return this.#write(() =>
+    return this.#plantWrite('plant.deleted', (emit) =>
       this.#conditionally(id, precondition, (current) => {
         this.#sql(SQL.deletePlant).run(id);
-        this.#emit('plant.deleted', current, trace);
-        return current;
+        return { outcome: 'done', plant: current, eventWritten: emit(current) };
       }),
     );
   }
@@ -224,6 +226,7 @@ export class SqliteStore implements PlantStore {
       const row = this.#sql(
         `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
       ).get(subscription.url, subscription.events.join(' '), subscription.secret, new Date().toISOString());
+      this.#subscribed.clear();
       return toSubscription(row as unknown as SubscriptionRow<string>, iso);
     });
   }
@@ -236,7 +239,9 @@ export class SqliteStore implements PlantStore {
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#write(() => {
       this.#sql('DELETE FROM webhook_deliveries WHERE subscription_id = ?').run(id);
-      return Number(this.#sql('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+      const deleted = Number(this.#sql('DELETE FROM webhook_subscriptions WHERE id = ?').run(id).changes) === 1;
+      this.#subscribed.clear();
+      return deleted;
     });
   }
 
@@ -287,6 +292,7 @@ export class SqliteStore implements PlantStore {
       if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
       this.#sql('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?')
         .run(outcome.at, outcome.disableSubscription, row.subscription_id);
+      this.#subscribed.clear();
       this.#sql(
           `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
              last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
@@ -375,11 +381,33 @@ export class SqliteStore implements PlantStore {
     return statement;
   }
 
-  #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): void {
-    // Most writes have no subscriber: one look at the (small) table spares the message id, the payload and the insert.
-    if (!this.#sql(SQL.hasSubscriber).get(event)) return;
+  /**
+   * A plant write changes one row in one statement, plus its outbox rows when its event has subscribers. Most
+   * writes have none: then the write is that one statement, which undoes itself if it fails, and needs no
+   * savepoint; with subscribers, a savepoint keeps the plant and its outbox rows together.
+   */
+  #plantWrite<T>(event: WebhookEvent, change: (emit: (plant: PlantRecord) => boolean) => T): Promise<T> {
+    const trace = outboxTrace();
+    return this.#write(() => {
+      if (!this.#hasSubscriber(event)) return change(noEvent);
+      return this.#inSavepoint(() => change((plant) => this.#emit(event, plant, trace)));
+    }, false);
+  }
+
+  #hasSubscriber(event: WebhookEvent): boolean {
+    let subscribed = this.#subscribed.get(event);
+    if (subscribed === undefined) {
+      subscribed = this.#sql(SQL.hasSubscriber).get(event) !== undefined;
+      this.#subscribed.set(event, subscribed);
+    }
+    return subscribed;
+  }
+
+  /** Writes the event's outbox rows, one per subscription to it; answers whether there were any. */
+  #emit(event: WebhookEvent, plant: PlantRecord, traceparent: string | null): boolean {
     const now = new Date().toISOString();
-    this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, traceparent, event);
+    const { changes } = this.#sql(SQL.emitEvent).run(`msg_${randomUUID().replaceAll('-', '')}_`, event, eventPayload(plant), now, now, traceparent, event);
+    return Number(changes) > 0;
   }
 
   #selectPlant(id: bigint): PlantRecord | undefined {
@@ -387,11 +415,11 @@ export class SqliteStore implements PlantStore {
     return row && plantFromTuple(row);
   }
 
-  #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => PlantRecord): ConditionalWrite {
+  #conditionally(id: bigint, precondition: Precondition | undefined, write: (current: PlantRecord) => ConditionalWrite): ConditionalWrite {
     const current = this.#selectPlant(id);
     if (!current) return { outcome: 'missing' };
     if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
-    return { outcome: 'done', plant: write(current) };
+    return write(current);
   }
 
   /** Runs a read; in the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), retries on timers. */
@@ -409,11 +437,14 @@ export class SqliteStore implements PlantStore {
     }
   }
 
-  /** Queues the work for the next group commit; resolves with its result once it is on disk. */
-  #write<T>(work: () => T): Promise<T> {
+  /**
+   * Queues the work for the next group commit; resolves with its result once it is on disk. Only a work that
+   * makes at most one change, in one statement, or opens its own savepoint, may pass `isolated` false.
+   */
+  #write<T>(work: () => T, isolated = true): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS });
+      this.#pending.push({ work, isolated, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS });
       this.#writer ??= this.#writeLoop();
     });
   }
@@ -452,7 +483,9 @@ export class SqliteStore implements PlantStore {
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
-      for (const { work } of batch) outcomes.push(this.#inSavepoint(work));
+      // Other processes may have changed the subscriptions since the last batch.
+      this.#subscribed.clear();
+      for (const { work, isolated } of batch) outcomes.push(this.#settle(isolated ? () => this.#inSavepoint(work) : work));
       this.#db.exec('COMMIT');
     } catch (error) {
       this.#rollBack();
@@ -480,19 +513,32 @@ export class SqliteStore implements PlantStore {
     }
   }
 
-  #inSavepoint(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
-    // Prepared rather than exec'd: exec parses its SQL every time, and every write runs these.
+  /** Runs one write of the batch: its own failure is its outcome, the storage's fails the whole batch. */
+  #settle(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
+    try {
+      return { ok: true, value: work() };
+    } catch (error) {
+      // The storage failing is no single write's fault, and once SQLite has rolled the transaction back the
+      // writes before this one are undone too: the whole batch fails.
+      if (isBusy(error) || isStorageFault(error) || !this.#db.isTransaction) throw error;
+      return { ok: false, error };
+    }
+  }
+
+  /** Runs the work in a savepoint: if it throws, its changes are undone and the error passed on. */
+  #inSavepoint<T>(work: () => T): T {
+    // Prepared rather than exec'd: exec parses its SQL every time, and many writes run these.
     this.#sql('SAVEPOINT write').run();
     try {
       const value = work();
       this.#sql('RELEASE write').run();
-      return { ok: true, value };
+      return value;
     } catch (error) {
-      // The storage failing is no single write's fault: the whole batch fails (SQLite may have rolled it all back).
-      if (isBusy(error) || isStorageFault(error)) throw error;
-      this.#sql('ROLLBACK TO write').run();
-      this.#sql('RELEASE write').run();
-      return { ok: false, error };
+      if (!isBusy(error) && !isStorageFault(error) && this.#db.isTransaction) {
+        this.#sql('ROLLBACK TO write').run();
+        this.#sql('RELEASE write').run();
+      }
+      throw error;
     }
   }
 }
@@ -502,6 +548,10 @@ export class SqliteStore implements PlantStore {
 const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 
 type PlantTuple = [id: bigint, name: string, tag: string | null];
+
+function noEvent(): boolean {
+  return false;
+}
 
 function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
   return tag === null ? { id, name } : { id, name, tag };

@@ -13,6 +13,8 @@ export interface CreateResult {
   outcome: CreateOutcome;
   /** The plant as stored after the call (for a conflict: the untouched original). */
   stored: PlantRecord;
+  /** Set by a driver that knows it: whether the write added webhook deliveries (none without a subscriber). */
+  eventWritten?: boolean;
 }
 
 /** The content of a plant: everything but its identity. */
@@ -36,7 +38,7 @@ export interface PageQuery {
 export type Precondition = (current: PlantRecord) => boolean;
 
 export type ConditionalWrite =
-  | { outcome: 'done'; plant: PlantRecord }
+  | { outcome: 'done'; plant: PlantRecord; eventWritten?: boolean }
   | { outcome: 'missing' }
   | { outcome: 'precondition-failed'; current: PlantRecord };
 
