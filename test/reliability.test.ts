@@ -440,6 +440,25 @@ t.test('/metrics: requests per operation and status, store latency, webhook queu
   t.ok(series(text, 'nodejs_eventloop_lag_seconds') !== undefined, 'event-loop lag');
 });
 
+t.test('/metrics: each route counts by its own method and status; a path outside the API by its method, as "unknown"', async (t) => {
+  const { app } = await build(t);
+  const count = async (labels: Record<string, string>) =>
+    series((await api(t, app, { method: 'GET', url: '/metrics' })).body, 'http_request_duration_seconds_count', labels);
+  t.equal((await app.inject({ method: 'GET', url: '/plants/5', headers: AUTH })).statusCode, 404);
+  t.equal((await app.inject({ method: 'HEAD', url: '/plants/5', headers: AUTH })).statusCode, 404);
+  t.equal((await app.inject({ method: 'HEAD', url: '/plants/5', headers: AUTH })).statusCode, 404);
+  t.equal((await app.inject({ method: 'GET', url: '/plants/5' })).statusCode, 401);
+  for (const method of ['GET', 'DELETE', 'DELETE', 'PATCH'] as const) {
+    t.equal((await app.inject({ method, url: '/nowhere' })).statusCode, 404, `${method} /nowhere`);
+  }
+  t.equal(await count({ operation: 'getPlant', method: 'GET', status: '404' }), 1, 'the get of a missing plant');
+  t.equal(await count({ operation: 'getPlant', method: 'HEAD', status: '404' }), 2, 'its HEAD, apart');
+  t.equal(await count({ operation: 'getPlant', method: 'GET', status: '401' }), 1, 'the refused get, apart');
+  t.equal(await count({ operation: 'unknown', method: 'GET', status: '404' }), 1, 'outside the API, by method');
+  t.equal(await count({ operation: 'unknown', method: 'DELETE', status: '404' }), 2);
+  t.equal(await count({ operation: 'unknown', method: 'PATCH', status: '404' }), 1);
+});
+
 // ---------------------------------------------------------------------------------------------
 // 6. X-Request-Id
 

@@ -16,6 +16,9 @@ export interface Metrics {
   rateLimitSkipped(reason: RedisSkipReason): void;
 }
 
+// A route with several methods (and every 404) keys its series by both: method index × 1000 + status;
+// a method not listed here finds its series by name.
+const METHOD_KEYS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT'];
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>): Metrics {
@@ -63,16 +66,18 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   });
 
-  // Each route observes with its operation fixed when it is added: reading it per request through
-  // request.routeOptions built a dozen-field object every time. A 404 has no route: "unknown".
-  const observerFor = (operation: string) => {
-    const byMethodAndStatus = new Map<string, Observe>();
+  // Each route observes with its operation and method fixed when it is added: reading the operation
+  // per request through request.routeOptions built a dozen-field object every time, and a series
+  // is then found by the status alone. A 404 has no route: "unknown", whatever the method.
+  const observerFor = (operation: string, method?: string) => {
+    const byStatus = new Map<number, Observe>();
     return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const key = `${request.method} ${reply.statusCode}`;
-      let observe = byMethodAndStatus.get(key);
+      const methodKey = method === undefined ? METHOD_KEYS.indexOf(request.method) : 0;
+      const key = reply.statusCode + 1000 * methodKey;
+      let observe = methodKey < 0 ? undefined : byStatus.get(key);
       if (observe === undefined) {
         observe = requests.series(operation, request.method, String(reply.statusCode));
-        byMethodAndStatus.set(key, observe);
+        if (methodKey >= 0) byStatus.set(key, observe);
       }
       observe(reply.elapsedTime / 1000);
       done();
@@ -80,7 +85,8 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
   };
   app.addHook('onRoute', (route) => {
     const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
-    route.onResponse = [...asArray(route.onResponse), observerFor(operation)];
+    const method = typeof route.method === 'string' ? route.method : undefined;
+    route.onResponse = [...asArray(route.onResponse), observerFor(operation, method)];
   });
   const observeUnrouted = observerFor('unknown');
   app.addHook('onResponse', (request, reply, done) => (request.is404 ? observeUnrouted(request, reply, done) : done()));
