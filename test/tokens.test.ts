@@ -175,3 +175,54 @@ t.test('ensureFirstToken never creates a token when static tokens are given', as
   t.equal(await ensureFirstToken(store, ['static-token-alpha-0001', 'static-token-bravo-0002']), undefined);
   t.match(await ensureFirstToken(store, []), ISSUED, 'the store was left without a token: a later start without API_TOKENS creates one');
 });
+
+// A token that passed is remembered by its text (verifier.ts): these show that what it answers never
+// outlives what the store and the clock say.
+t.test('createTokenVerifier: a remembered stored token stops working at its expiry, and at its revocation once the record cache expires', async (t) => {
+  const sqlite = openStore(t);
+  let clock = Date.parse('2026-01-01T00:00:00Z');
+  const token = generateToken();
+  const revoked = generateToken();
+  await sqlite.createToken({ name: 'expiring', hash: hashToken(token), hint: tokenHint(token), expiresAt: new Date(clock + 1_000).toISOString() });
+  await sqlite.createToken({ name: 'to revoke', hash: hashToken(revoked), hint: tokenHint(revoked) });
+  const { store, lookups } = recordingLookups(sqlite);
+  const verifier = createTokenVerifier({ staticTokens: [], store, cacheTtlMs: 2_000, now: () => clock });
+  t.teardown(() => verifier.close());
+
+  t.equal((await verifier.verify(token))?.name, 'expiring');
+  t.equal(verifier.verifyKnown(token)?.name, 'expiring', 'known without the store while its record is cached');
+  clock += 999;
+  t.equal(verifier.verifyKnown(token)?.name, 'expiring', 'until its last millisecond');
+  clock += 1;
+  t.equal(verifier.verifyKnown(token), undefined, 'not at its expiry, though its record is still cached');
+  t.equal(await verifier.verify(token), undefined);
+
+  t.equal((await verifier.verify(revoked))?.name, 'to revoke');
+  await sqlite.revokeToken('to revoke');
+  t.equal(verifier.verifyKnown(revoked)?.name, 'to revoke', 'a revocation is not seen while the record is cached');
+  clock += 2_000;
+  lookups.length = 0;
+  t.equal(verifier.verifyKnown(revoked), undefined, 'once the cache expires, not known without the store');
+  t.equal(await verifier.verify(revoked), undefined, 'and refused: revoked');
+  t.same(lookups, [hashToken(revoked)], 'after one lookup');
+});
+
+t.test('createTokenVerifier: a remembered token still records its last use; a wrong token is never remembered', async (t) => {
+  const sqlite = openStore(t);
+  let clock = Date.parse('2026-01-01T00:00:00Z');
+  const token = generateToken();
+  await sqlite.createToken({ name: 'used', hash: hashToken(token), hint: tokenHint(token) });
+  const verifier = createTokenVerifier({ staticTokens: ['static-token-alpha-0001'], store: sqlite, now: () => clock });
+  t.teardown(() => verifier.close());
+  await verifier.verify(token);
+  clock += 500;
+  t.equal(verifier.verifyKnown(token)?.name, 'used');
+  await verifier.flush();
+  t.equal((await sqlite.listTokens()).find((record) => record.name === 'used')?.lastUsedAt, new Date(clock).toISOString(), 'the last use is the remembered one');
+
+  const unknown = generateToken();
+  t.equal(await verifier.verify(unknown), undefined);
+  t.equal(verifier.verifyKnown(unknown), undefined);
+  t.equal(await verifier.verify('static-token-alpha-0002'), undefined, 'a near miss of a static token');
+  t.equal(verifier.verifyKnown('static-token-alpha-0001')?.name, 'API_TOKENS[0]', 'the static token itself');
+});

@@ -2,6 +2,12 @@
 // may do. Stored tokens are cached briefly, so verification rarely touches the store while
 // revocation still reaches every instance within CACHE_TTL_MS; last-use times are written in
 // batches every LAST_USED_FLUSH_MS, never once per request.
+//
+// A token is checked through its SHA-256, compared in constant time. A token that passed is then
+// remembered by its text for as long as its answer may stand (a static token for good, a stored one
+// until its cached record expires), so a client's next requests skip the digest: 1.2 µs of a 25 µs
+// get. Only tokens that passed are remembered, so a wrong guess always takes the digest path; a
+// lookup by text compares contents only after a match of the string's seeded hash.
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum } from './format.ts';
@@ -27,6 +33,12 @@ export interface TokenVerifier {
   close(): Promise<void>;
 }
 
+interface CachedRecord {
+  record: TokenRecord | undefined;
+  /** Milliseconds since the epoch. */
+  until: number;
+}
+
 export interface VerifierOptions {
   staticTokens: readonly string[];
   store: PlantStore;
@@ -38,6 +50,8 @@ export interface VerifierOptions {
 const CACHE_TTL_MS = 2_000;
 const LAST_USED_FLUSH_MS = 10_000;
 const CACHE_LIMIT = 10_000;
+/** Tokens remembered by their text; past it, the memory starts again (clients then pay one digest each). */
+const VERIFIED_LIMIT = 1_000;
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const { store, cacheTtlMs = CACHE_TTL_MS, lastUsedFlushMs = LAST_USED_FLUSH_MS, now = Date.now } = options;
@@ -46,22 +60,24 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const staticPrincipals: readonly Principal[] = staticDigests.map((digest, index) =>
     Object.freeze({ key: principalKey(digest), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
   );
-  const cache = new Map<string, { record: TokenRecord | undefined; until: number }>();
-  const lastUsed = new Map<number, string>();
+  const cache = new Map<string, CachedRecord>();
+  const lastUsed = new Map<number, number>();
+  const verified = new Map<string, { principal: Principal; until: number; recordId?: number }>();
   const flushTimer = setInterval(() => void flush().catch(() => undefined), lastUsedFlushMs).unref();
 
-  async function lookUp(hash: string): Promise<TokenRecord | undefined> {
+  async function lookUp(hash: string): Promise<CachedRecord> {
     const record = await store.findTokenByHash(hash);
     if (cache.size >= CACHE_LIMIT) cache.clear(); // a flood of distinct tokens must not grow memory
     // Unknown tokens are cached too: a flood of one bad token costs one lookup per TTL, and a
     // token created meanwhile works at most cacheTtlMs later.
-    cache.set(hash, { record, until: now() + cacheTtlMs });
-    return record;
+    const cached = { record, until: now() + cacheTtlMs };
+    cache.set(hash, cached);
+    return cached;
   }
 
   async function flush(): Promise<void> {
     if (lastUsed.size === 0) return;
-    const batch = new Map(lastUsed);
+    const batch = new Map([...lastUsed].map(([id, at]) => [id, new Date(at).toISOString()]));
     lastUsed.clear();
     await store.recordTokenUse(batch);
   }
@@ -72,28 +88,45 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     if (token === '') return undefined;
     const digest = sha256(token);
     const staticIndex = constantTimeIndex(staticDigests, digest);
-    if (staticIndex >= 0) return staticPrincipals[staticIndex];
+    if (staticIndex >= 0) return remember(token, staticPrincipals[staticIndex]!, Infinity);
     // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
     if (!hasValidChecksum(token)) return undefined;
     const hex = digest.toString('hex');
     const cached = cache.get(hex);
-    return cached && cached.until > now() ? principalOf(cached.record, digest) : { lookUp: hex, digest };
+    return cached && cached.until > now() ? principalOf(token, cached, digest) : { lookUp: hex, digest };
   }
 
-  function principalOf(record: TokenRecord | undefined, digest: Buffer): Principal | undefined {
+  function principalOf(token: string, cached: CachedRecord, digest: Buffer): Principal | undefined {
+    const { record } = cached;
     if (!record || tokenStatus(record, now()) !== 'active') return undefined;
-    lastUsed.set(record.id, new Date(now()).toISOString());
-    return { key: principalKey(digest), name: record.name, scopes: record.scopes };
+    lastUsed.set(record.id, now());
+    const principal = { key: principalKey(digest), name: record.name, scopes: record.scopes };
+    const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
+    return remember(token, principal, Math.min(cached.until, expires), record.id);
+  }
+
+  function remember(token: string, principal: Principal, until: number, recordId?: number): Principal {
+    if (verified.size >= VERIFIED_LIMIT) verified.clear();
+    verified.set(token, { principal, until, ...(recordId !== undefined && { recordId }) });
+    return principal;
+  }
+
+  // A remembered token's principal, or what knownAnswer says.
+  function check(token: string): ReturnType<typeof knownAnswer> {
+    const hit = verified.get(token);
+    if (hit === undefined || hit.until <= now()) return knownAnswer(token);
+    if (hit.recordId !== undefined) lastUsed.set(hit.recordId, now());
+    return hit.principal;
   }
 
   return {
     async verify(token) {
-      const known = knownAnswer(token);
+      const known = check(token);
       if (known === undefined || !('lookUp' in known)) return known;
-      return principalOf(await lookUp(known.lookUp), known.digest);
+      return principalOf(token, await lookUp(known.lookUp), known.digest);
     },
     verifyKnown(token) {
-      const known = knownAnswer(token);
+      const known = check(token);
       return known === undefined || 'lookUp' in known ? undefined : known;
     },
     flush,
