@@ -79,7 +79,7 @@ const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
 const OUTBOX_ROWS = `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
   SELECT $1 || id, id, $2, $3, now(), 'pending', now(), $4 FROM webhook_subscriptions
    WHERE disabled_at IS NULL AND position(' ' || $2 || ' ' in ' ' || events || ' ') > 0`;
-// The plant statements in SQL and their parameters carry each of these fields; a field added to Plant in
+// The plant statements in SQL and their parameters, and sqlEventPayload, carry each of these fields; a field added to Plant in
 // openapi.yaml fails here until they do (and a migration adds its column).
 const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 
@@ -90,16 +90,32 @@ const CREATE_PLANT = `WITH created AS (
   SELECT count(*)::int AS created FROM created`;
 // Many creates in one statement (group commit): the rows come as arrays, distinct ids in id order,
 // so that two batches racing on the same ids lock them in the same order. Answers the ids inserted.
+// The events' message ids and payloads are made here, for the rows that have a subscriber only:
+// made in JavaScript for every create and sent as two more arrays, they took 5 of the store's
+// 9 µs of CPU per create, and most creates have no subscriber. A message id is "msg_", 32 hex
+// digits unique to the event (md5 of the batch's random $4 and the plant's id) and the
+// subscription's id, as eventParameters makes; the payload is eventPayload(plant) exactly.
 const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS t(id, name, tag, message_id, payload, traceparent)),
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $5::text[]) AS t(id, name, tag, traceparent)),
   created AS (
-    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
   events AS (
     INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
-    SELECT input.message_id || s.id, s.id, 'plant.created', input.payload, now(), 'pending', now(), input.traceparent
+    SELECT 'msg_' || md5($4 || created.id) || '_' || s.id, s.id, 'plant.created', ${sqlEventPayload('created')},
+           now(), 'pending', now(), input.traceparent
       FROM created JOIN input USING (id) CROSS JOIN webhook_subscriptions s
      WHERE s.disabled_at IS NULL AND position(' plant.created ' in ' ' || s.events || ' ') > 0)
   SELECT id FROM created`;
+
+/**
+ * eventPayload(plant) of the plant row `table`, as SQL text: the same keys in the same order, no
+ * tag key for a null tag, and strings escaped as JSON.stringify escapes them (to_json escapes the
+ * same characters the same way: quote, backslash, \b \f \n \r \t, other controls as \u00xx).
+ */
+function sqlEventPayload(table: string): string {
+  return `'{"id":' || ${table}.id || ',"name":' || to_json(${table}.name)::text ||
+    CASE WHEN ${table}.tag IS NULL THEN '' ELSE ',"tag":' || to_json(${table}.tag)::text END || '}'`;
+}
 
 const INT8_OID = 20;
 /** How long /readyz waits for the database before saying it is not ready. */
@@ -220,14 +236,12 @@ export class PostgresStore implements PlantStore {
     const distinct = [...new Map(plants.toReversed().map((plant) => [plant.id, plant])).values()].sort((a, b) =>
       a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
     );
-    const events = distinct.map((plant) => eventParameters('plant.created', plant, this.#outboxTraces.get(plant) ?? null));
     const { rows } = await this.#query<{ id: bigint }>(CREATE_PLANTS, [
       distinct.map((plant) => String(plant.id)),
       distinct.map((plant) => plant.name),
       distinct.map((plant) => plant.tag ?? null),
-      events.map(([messageId]) => messageId),
-      events.map(([, , payload]) => payload),
-      events.map(([, , , traceparent]) => traceparent),
+      randomUUID(),
+      distinct.map((plant) => this.#outboxTraces.get(plant) ?? null),
     ]);
     return new Set(rows.map((row) => row.id));
   }
