@@ -24,7 +24,8 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
-      if (result.outcome === 'created') afterChange?.();
+      // Waking the dispatcher makes it look for deliveries at once: one query for nothing when none was written.
+      if (result.outcome === 'created' && result.wroteDeliveries !== false) afterChange?.();
       return toPlant(result.stored);
     },
 

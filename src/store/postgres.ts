@@ -86,10 +86,11 @@ const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 // A create and its event in one statement, one round trip: the outbox rows only when the insert happened.
 const CREATE_PLANT = `WITH created AS (
     INSERT INTO plants (id, name, tag) VALUES ($5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING id),
-  events AS (${OUTBOX_ROWS} AND EXISTS (SELECT 1 FROM created))
-  SELECT count(*)::int AS created FROM created`;
+  events AS (${OUTBOX_ROWS} AND EXISTS (SELECT 1 FROM created) RETURNING 1)
+  SELECT count(*)::int AS created, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 // Many creates in one statement (group commit): the rows come as arrays, distinct ids in id order,
-// so that two batches racing on the same ids lock them in the same order. Answers the ids inserted.
+// so that two batches racing on the same ids lock them in the same order. Answers the ids inserted,
+// each with whether the batch wrote deliveries (every created row joins the same subscriptions).
 // The events' message ids and payloads are made here, for the rows that have a subscriber only:
 // made in JavaScript for every create and sent as two more arrays, they took 5 of the store's
 // 9 µs of CPU per create, and most creates have no subscriber. A message id is "msg_", 32 hex
@@ -104,8 +105,9 @@ const CREATE_PLANTS = `WITH input AS (
     SELECT 'msg_' || md5($4 || created.id) || '_' || s.id, s.id, 'plant.created', ${sqlEventPayload('created')},
            now(), 'pending', now(), input.traceparent
       FROM created JOIN input USING (id) CROSS JOIN webhook_subscriptions s
-     WHERE s.disabled_at IS NULL AND position(' plant.created ' in ' ' || s.events || ' ') > 0)
-  SELECT id FROM created`;
+     WHERE s.disabled_at IS NULL AND position(' plant.created ' in ' ' || s.events || ' ') > 0
+    RETURNING 1)
+  SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 
 /**
  * eventPayload(plant) of the plant row `table`, as SQL text: the same keys in the same order, no
@@ -209,8 +211,9 @@ export class PostgresStore implements PlantStore {
   async #createAll(plants: PlantRecord[]): Promise<PromiseSettledResult<CreateResult>[]> {
     if (plants.length === 1) return Promise.allSettled([this.#createOne(plants[0]!)]);
     let created: Set<bigint>;
+    let wroteDeliveries: boolean;
     try {
-      created = await this.#insertMany(plants);
+      ({ created, wroteDeliveries } = await this.#insertMany(plants));
     } catch (error) {
       if (error instanceof StoreUnavailableError) throw error;
       // Something the database refuses in one plant (or a lost race) must not fail the others.
@@ -223,7 +226,7 @@ export class PostgresStore implements PlantStore {
     const stored = await this.#plantsById(compare.map((plant) => plant.id));
     return Promise.allSettled(
       plants.map(async (plant): Promise<CreateResult> => {
-        if (created.has(plant.id) && first.get(plant.id) === plant) return { outcome: 'created', stored: plant };
+        if (created.has(plant.id) && first.get(plant.id) === plant) return { outcome: 'created', stored: plant, wroteDeliveries };
         const current = stored.get(plant.id);
         // Deleted since the insert found it: create it alone.
         if (!current) return this.#createOne(plant);
@@ -232,18 +235,18 @@ export class PostgresStore implements PlantStore {
     );
   }
 
-  async #insertMany(plants: PlantRecord[]): Promise<Set<bigint>> {
+  async #insertMany(plants: PlantRecord[]): Promise<{ created: Set<bigint>; wroteDeliveries: boolean }> {
     const distinct = [...new Map(plants.toReversed().map((plant) => [plant.id, plant])).values()].sort((a, b) =>
       a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
     );
-    const { rows } = await this.#query<{ id: bigint }>(CREATE_PLANTS, [
+    const { rows } = await this.#query<{ id: bigint; wrote_deliveries: boolean }>(CREATE_PLANTS, [
       distinct.map((plant) => String(plant.id)),
       distinct.map((plant) => plant.name),
       distinct.map((plant) => plant.tag ?? null),
       randomUUID(),
       distinct.map((plant) => this.#outboxTraces.get(plant) ?? null),
     ]);
-    return new Set(rows.map((row) => row.id));
+    return { created: new Set(rows.map((row) => row.id)), wroteDeliveries: rows.some((row) => row.wrote_deliveries) };
   }
 
   async #plantsById(ids: bigint[]): Promise<Map<bigint, PlantRecord>> {
@@ -254,13 +257,13 @@ export class PostgresStore implements PlantStore {
 
   async #createOne(plant: PlantRecord): Promise<CreateResult> {
     for (;;) {
-      const { rows } = await this.#query<{ created: number }>(CREATE_PLANT, [
+      const { rows } = await this.#query<{ created: number; wrote_deliveries: boolean }>(CREATE_PLANT, [
         ...eventParameters('plant.created', plant, this.#outboxTraces.get(plant) ?? null),
         String(plant.id),
         plant.name,
         plant.tag ?? null,
       ]);
-      if (rows[0]!.created === 1) return { outcome: 'created', stored: plant };
+      if (rows[0]!.created === 1) return { outcome: 'created', stored: plant, wroteDeliveries: rows[0]!.wrote_deliveries };
       // A new statement sees the row that won (READ COMMITTED); if it was deleted meanwhile, insert again.
       const stored = await this.getPlant(plant.id);
       if (stored) return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };

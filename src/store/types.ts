@@ -13,6 +13,11 @@ export interface CreateResult {
   outcome: CreateOutcome;
   /** The plant as stored after the call (for a conflict: the untouched original). */
   stored: PlantRecord;
+  /**
+   * False when the create is known to have written no webhook delivery (nobody subscribes to
+   * plant.created): the dispatcher then has nothing new to send. Absent when the driver does not say.
+   */
+  wroteDeliveries?: boolean;
 }
 
 /** The content of a plant: everything but its identity. */
