@@ -821,6 +821,23 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       );
     });
 
+    t.test('payloads of creates issued together are eventPayload(plant) exactly, whatever the characters', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      const plants: PlantRecord[] = [
+        { id: INT64_MIN, name: 'controls \b\f\n\r\t \u0001\u001f \u007f', tag: 'quote " backslash \\ slash /' },
+        { id: -(TWO_53 + 1n), name: 'separators \u2028\u2029 ☘ ünïcode 𝔘' },
+        { id: 0n, name: '', tag: '' },
+        { id: INT64_MAX, name: '<script>&amp;</script>', tag: 'edge' },
+      ];
+      // Issued in one tick: one group-commit batch.
+      const results = await Promise.all(plants.map((plant) => store.createPlant(plant)));
+      t.same(countOutcomes(results), { created: plants.length });
+      const payloads = (await claimAll(store)).map((delivery) => delivery.payload);
+      t.strictSame(payloads.toSorted(), plants.map(eventPayload).toSorted(), 'each exactly eventPayload(plant)');
+      t.ok(payloads.includes('{"id":0,"name":"","tag":""}'), 'an empty name and tag are written');
+    });
+
     t.test('message ids are unique per delivery, also for writes issued together', async (t) => {
       const store = await open(t);
       const subscriptions = [

@@ -42,6 +42,21 @@ t.test('postgres', options, async (t) => {
     t.equal(results.filter((r) => r.outcome === 'conflict').length, 39, 'the rest conflict');
   });
 
+  // The plant handler wakes the webhook dispatcher after a create only when the create may have written deliveries.
+  t.test('createPlant says whether it wrote deliveries, alone and issued together', async (t) => {
+    const store = await openFresh(t);
+    const wrote = async (ids: bigint[]) =>
+      (await Promise.all(ids.map((id) => store.createPlant({ id, name: `plant ${id}` })))).map((result) => result.eventWritten);
+    t.same(await wrote([1n]), [false], 'alone, nobody subscribes');
+    t.same(await wrote([2n, 3n, 4n]), [false, false, false], 'together, nobody subscribes');
+    await store.createSubscription({ url: 'https://example.com/deleted', events: ['plant.deleted'], secret: 'whsec_deleted' });
+    t.same(await wrote([5n, 6n]), [false, false], 'a subscription to another event writes nothing');
+    await store.createSubscription({ url: 'https://example.com/created', events: ['plant.created'], secret: 'whsec_created' });
+    t.same(await wrote([7n]), [true], 'alone, with a subscriber');
+    t.same(await wrote([8n, 9n, 10n]), [true, true, true], 'together, with a subscriber');
+    t.equal((await store.createPlant({ id: 7n, name: 'plant 7' })).eventWritten, undefined, 'a replay wrote nothing and says nothing');
+  });
+
   // Creates issued together share one statement; PostgreSQL refuses a NUL character in text,
   // which fails that statement, and the batch then falls back to one statement per create.
   t.test('a create the database refuses fails alone; the creates issued with it are written', async (t) => {

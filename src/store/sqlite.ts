@@ -19,12 +19,14 @@ import {
   DELIVERY_COLUMNS,
   SUBSCRIPTION_COLUMNS,
   TOKEN_COLUMNS,
+  plantFromTuple,
   toClaimed,
   toDelivery,
   toSubscription,
   toToken,
   type ClaimedRow,
   type DeliveryRow,
+  type PlantTuple,
   type SubscriptionRow,
   type TokenRow,
 } from './rows.ts';
@@ -543,18 +545,12 @@ export class SqliteStore implements PlantStore {
   }
 }
 
-// The plant statements in SQL, PlantTuple and plantFromTuple carry each of these fields; a field added to Plant
-// in openapi.yaml fails here until they do (and a migration adds its column).
+// The plant statements in SQL carry each of these fields; a field added to Plant in openapi.yaml fails
+// here until they do (and a migration adds its column).
 const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
-
-type PlantTuple = [id: bigint, name: string, tag: string | null];
 
 function noEvent(): boolean {
   return false;
-}
-
-function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
-  return tag === null ? { id, name } : { id, name, tag };
 }
 
 const SQLITE_BUSY = 5;
