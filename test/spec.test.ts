@@ -1,8 +1,10 @@
 // The contract and the code agree: generated types are fresh, every operation has a handler.
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
-import { renderTypes, TYPES_URL } from '../scripts/generate.ts';
+import Fastify from 'fastify';
+import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../scripts/generate.ts';
 import { handlerFor } from '../src/app.ts';
+import { registerOpenapiGlue } from '../src/http/openapi-glue.ts';
 import { spec } from './contract.ts';
 import { build } from './helper.ts';
 
@@ -43,4 +45,22 @@ t.test('every operation in openapi.yaml is routed to its handler', async (t) => 
 
 t.test('an operation without a handler stops the boot', async (t) => {
   t.throws(() => handlerFor({} as never, 'createPlant'), /declares operation "createPlant" but no handler implements it/);
+});
+
+// The boot no longer checks the contract against the OpenAPI meta-schema (src/http/openapi-glue.ts):
+// npm run generate (and so npm run dev) does, and this test.
+t.test('openapi.yaml is a valid OpenAPI document, and the check refuses one that is not', async (t) => {
+  const text = await readFile(SPEC_URL, 'utf8');
+  await t.resolves(checkSpecification(text));
+  await t.rejects(checkSpecification(text.replace(/^openapi: 3\.1\.0$/m, 'openapi: 3.1.0\nunknownField: 1')), /not a valid OpenAPI document: \/ must NOT have unevaluated properties/);
+  await t.rejects(checkSpecification(text.replace(/^(\s+)operationId: createPlant$/m, '$1operationId: [createPlant]')), /operationId must be string/);
+});
+
+t.test('a $ref that resolves nowhere still stops the boot', async (t) => {
+  const broken = structuredClone(spec);
+  broken.components.schemas.NewPlant.allOf[0] = { $ref: '#/components/schemas/Nowhere' };
+  const app = Fastify({ logger: false });
+  t.teardown(() => app.close());
+  const operationResolver = () => async () => ({});
+  await t.rejects(registerOpenapiGlue(app, { specification: broken, operationResolver }).then(() => app.ready()), /valid specification/);
 });
