@@ -3,7 +3,7 @@ import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
 import { HttpError } from '../http/errors.ts';
 import type { OperationHandler } from '../http/operations.ts';
 import { plantWith, type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
-import { decodeCursor, encodeCursor, plantEtag, toPlant } from './representation.ts';
+import { decodeCursor, encodeCursor, plantEtag } from './representation.ts';
 
 export interface PlantHandlers {
   createPlant: OperationHandler<'createPlant'>;
@@ -20,13 +20,14 @@ const DEFAULT_PAGE_SIZE = 100;
 export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
   return {
     async createPlant(request) {
-      const { id, ...content } = request.body;
-      const result = await store.createPlant(plantWith(id, content));
+      const { id } = request.body;
+      const result = await store.createPlant(plantWith(id, request.body));
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
       if (result.outcome === 'created' && result.eventWritten !== false) afterChange?.();
-      return toPlant(result.stored);
+      // The Plant response schema writes every field but the id, as for the records of get and list.
+      return result.stored;
     },
 
     async listPlants(request, reply) {

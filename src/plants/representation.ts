@@ -1,16 +1,9 @@
-// How a stored plant appears on the wire: its JSON shape, its ETag and its page cursor.
+// How a stored plant appears on the wire beyond its JSON shape (which the response schemas of
+// openapi.yaml write from the record): its ETag and its page cursor.
 import { hash } from 'node:crypto';
-import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../http/errors.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
-
-type Plant = components['schemas']['Plant'];
-
-/** The published Plant shape: every field but the id (a record holds no key for a field without a value). */
-export function toPlant({ id, ...plant }: PlantRecord): Plant {
-  return plant;
-}
 
 /** A strong ETag of the plant's content: equal exactly when every field is. */
 export function plantEtag(plant: PlantRecord): string {
