@@ -5,18 +5,26 @@
 // A spec that does not generate leaves the running server as it was, and says why.
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { renderTypes, SPEC_URL, TYPES_URL } from './generate.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+// The openapi.yaml text the types were last generated from.
+let generatedFrom: string | undefined;
+
 async function regenerate(): Promise<void> {
   try {
-    const types = await renderTypes();
+    const text = await readFile(SPEC_URL, 'utf8');
+    // One save often raises two watch events (truncate, write): the second finds nothing new, and
+    // writing the types again would restart the server a second time.
+    if (text === generatedFrom) return;
+    const types = await renderTypes(text);
     // Said before the write that restarts the server, so the two lines come in this order.
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
     await writeFile(TYPES_URL, types);
+    generatedFrom = text;
   } catch (error) {
     console.error(`dev: openapi.yaml does not generate types, so the server keeps running on the previous version: ${(error as Error).message}`);
   }
@@ -38,7 +46,9 @@ function onSpecChange(): void {
   })().finally(() => (regenerating = undefined));
 }
 
-await writeFile(TYPES_URL, await renderTypes());
+const initialSpec = await readFile(SPEC_URL, 'utf8');
+await writeFile(TYPES_URL, await renderTypes(initialSpec));
+generatedFrom = initialSpec;
 // The folder, not the file: editors that save by renaming a new file over the old one would
 // leave a watch on the file itself looking at the replaced copy.
 const specName = fileURLToPath(SPEC_URL).slice(ROOT.length);

@@ -73,6 +73,8 @@ t.test('npm run dev regenerates the types and restarts on changes to openapi.yam
   writeFileSync(source, `${readFileSync(source, 'utf8')}\n// edited\n`);
   const third = await nth(LISTENING, 3);
   t.not(third[1], second[1], 'an edit under src/ restarts the server too');
+  // A save raises more than one watch event; regenerating for each restarted the server twice.
+  t.equal([...output.matchAll(REGENERATED)].length, 1, 'one edit of openapi.yaml, one regeneration and restart');
 
   // Ctrl-C in a terminal signals the whole foreground process group: npm, the shell, dev.ts, the server.
   process.kill(-dev.pid!, 'SIGINT');
