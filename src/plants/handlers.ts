@@ -42,6 +42,12 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
         reply.header('link', `</plants?limit=${limit}${tagParameter}&cursor=${encodeCursor(page.at(-1)!.id)}>; rel="next"`);
       }
       // Records already have the StoredPlant shape; the response schema serializes just its fields.
+      // Emptied once sent: on PostgreSQL a request waits for a connection long enough for its promises
+      // and contexts to reach V8's old generation, and an old object pointing at the young page keeps
+      // it through every scavenge until the next full GC, so each page was promoted whole.
+      reply.raw.once('finish', () => {
+        page.length = 0;
+      });
       return page;
     },
 

@@ -488,7 +488,13 @@ export class PostgresStore implements PlantStore {
     return this.#track(async () => {
       try {
         const { rows } = await this.#pool.query<PlantTuple>({ name: this.#statementName(sql), text: sql, values: params, rowMode: 'array' });
-        return rows.map(plantFromTuple);
+        const plants = rows.map(plantFromTuple);
+        // pg-pool resolves a promise it made when the query was asked for, before the wait for a
+        // connection; under load that promise has already moved to V8's old generation, and an old
+        // object pointing at young ones keeps them through every scavenge until the next full GC.
+        // Emptied, the result no longer holds its row arrays: a page of 1,000 was promoted whole.
+        rows.length = 0;
+        return plants;
       } catch (error) {
         throw unavailableOr(error);
       }
