@@ -19,6 +19,7 @@ import { registerOpenapiGlue } from './http/openapi-glue.ts';
 import type { ServiceHandlers } from './http/operations.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { requestIdFor, returnRequestIds } from './http/request-id.ts';
+import { hookList } from './http/route-hooks.ts';
 import { formatSchemaErrors, validatorCompiler } from './http/validation.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
@@ -170,8 +171,8 @@ function adaptGlueRoutes(app: FastifyInstance, adaptation: GlueAdaptation): void
 function runSecurityBeforeValidation(route: RouteOptions, bearerAuth: BearerAuth, security: SecurityRequirement[] | undefined): void {
   if (route.preHandler === undefined) return;
   const scopes = security?.length === 1 && Object.keys(security[0]!).join() === 'bearerAuth' ? security[0]!.bearerAuth : undefined;
-  const check = scopes === undefined ? asArray(route.preHandler) : [bearerAuth.hookFor(scopes)];
-  route.onRequest = [...asArray(route.onRequest), ...check];
+  const check = scopes === undefined ? hookList(route.preHandler) : [bearerAuth.hookFor(scopes)];
+  route.onRequest = [...hookList(route.onRequest), ...check];
   delete route.preHandler;
 }
 
@@ -207,9 +208,4 @@ function serializeJsonResponsesDirectly(route: RouteOptions): void {
     const schema = content['application/json']?.schema;
     if (Object.keys(content).length === 1 && schema !== undefined) responses![status] = schema;
   }
-}
-
-function asArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }

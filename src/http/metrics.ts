@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from './operations.ts';
 import type { RedisSkipReason } from './redis-deadline.ts';
+import { hookList } from './route-hooks.ts';
 import { SeriesHistogram, type Observe } from './series-histogram.ts';
 
 export interface Metrics {
@@ -86,7 +87,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
   app.addHook('onRoute', (route) => {
     const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
     const method = typeof route.method === 'string' ? route.method : undefined;
-    route.onResponse = [...asArray(route.onResponse), observerFor(operation, method)];
+    route.onResponse = [...hookList(route.onResponse), observerFor(operation, method)];
   });
   const observeUnrouted = observerFor('unknown');
   app.addHook('onResponse', (request, reply, done) => (request.is404 ? observeUnrouted(request, reply, done) : done()));
@@ -118,11 +119,6 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
       return timed as typeof store;
     },
   };
-}
-
-function asArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }
 
 function secondsSince(started: number): number {
