@@ -104,7 +104,8 @@ function sqliteStore(path: string): ReferenceStore {
     CREATE INDEX IF NOT EXISTS plants_by_tag ON plants (tag, id);
   `);
   const get = db.prepare('SELECT id, name, tag FROM plants WHERE id = ?');
-  const page = db.prepare('SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT ?');
+  // As the service reads a page: a bare `LIMIT ?` would be re-prepared by SQLite on every page (src/store/sqlite.ts).
+  const page = db.prepare('SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)');
   const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING');
   return {
     get: async (id) => get.get(id),
