@@ -12,6 +12,7 @@ export interface ErrorBody {
 export class HttpError extends Error {
   readonly statusCode: number;
   readonly headers: Record<string, string>;
+  #body: string | undefined;
 
   constructor(statusCode: number, message: string, headers: Record<string, string> = {}) {
     // An answer, not a fault: its stack would never be read, and capturing it was a sixth of a 401's cost.
@@ -22,6 +23,15 @@ export class HttpError extends Error {
     this.name = 'HttpError';
     this.statusCode = statusCode;
     this.headers = headers;
+  }
+
+  /**
+   * The Error body's JSON text, made on first use and kept: a refusal built once (the 401 without a
+   * token) is then sent as the same bytes every time, never serialized again. A message may quote the
+   * client's input, half a surrogate pair included: it is kept valid Unicode.
+   */
+  get body(): string {
+    return (this.#body ??= JSON.stringify({ error: this.statusCode, message: this.message.toWellFormed() } satisfies ErrorBody));
   }
 }
 
@@ -103,13 +113,12 @@ export function rawErrorAnswer(status: number, message: string, headers: Record<
   );
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
-  // A message may quote the client's input, half a surrogate pair included: keep it valid Unicode.
-  const body: ErrorBody = { error: failure.statusCode, message: failure.message.toWellFormed() };
-  // An object is sent as application/json; charset=utf-8 by default. Naming the type costs a
-  // parse of it in send() (0.2 µs of a 401), so it is named only over a type set before the failure.
-  if (reply.hasHeader('content-type')) reply.type('application/json; charset=utf-8');
-  return reply.code(failure.statusCode).headers(failure.headers).send(body);
+  // Sent as text of a named JSON type, Fastify writes it as it is: no serializer, no preSerialization
+  // step (0.3 µs of a 16 µs 401 in a profile), the same bytes as the route's Error schema wrote.
+  return reply.code(failure.statusCode).headers(failure.headers).type(JSON_TYPE).send(failure.body);
 }
 
 function toHttpError(error: FastifyError, request: FastifyRequest, options: ErrorHandlingOptions): HttpError {
