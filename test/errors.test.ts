@@ -96,3 +96,17 @@ t.test('requests that are not valid HTTP get an Error body over the socket', asy
   t.match(hugeHeaders, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
   t.same(JSON.parse(hugeHeaders.split('\r\n\r\n')[1]!), { error: 431, message: 'The request headers are too large.' });
 });
+
+t.test('a refusal is the exact Error bytes, with its headers in the same order, every time', async (t) => {
+  const { app } = await build(t);
+  const expected = '{"error":401,"message":"This operation needs a bearer token: send \\"Authorization: Bearer <token>\\"."}';
+  for (let i = 0; i < 2; i++) {
+    const response = await app.inject({ method: 'GET', url: '/plants/1', headers: { 'x-request-id': `refused-${i}` } });
+    t.equal(response.statusCode, 401);
+    t.equal(response.payload, expected);
+    t.same(Object.keys(response.headers).slice(0, 4), ['x-request-id', 'www-authenticate', 'content-type', 'content-length']);
+    t.equal(response.headers['x-request-id'], `refused-${i}`);
+    t.equal(response.headers['content-type'], 'application/json; charset=utf-8');
+    t.equal(response.headers['content-length'], String(Buffer.byteLength(expected)));
+  }
+});
