@@ -15,6 +15,8 @@ t.test('integer literals become exact BigInts, on the fast path and off it', asy
     ['{"name":"1.5e3","id":7}', { name: '1.5e3', id: 7n }], // a dot or an e inside a string is no number
     ['{"name":"a\\"b.e","id":8}', { name: 'a"b.e', id: 8n }],
     ['{"ok":true,"id":9}', { ok: true, id: 9n }],
+    ['{"name":"A4.","tag":"5e","id":10}', { name: 'A4.', tag: '5e', id: 10n }], // a digit before '.' or 'e' in a string
+    ['{"name":"\\u00e9t\\u00e9","id":11}', { name: 'été', id: 11n }], // escapes, all well formed
   ];
   for (const [text, expected] of cases) t.strictSame(parseJson(text), expected, text);
 });
@@ -30,4 +32,8 @@ t.test('lone surrogates and prototype keys are refused, whichever path the text 
     t.throws(() => parseJson(text), text);
   }
   t.throws(() => parseJson('{"name":"\\ud800","id":1}'), /lone surrogate/, 'with the message that names it');
+  // Not only through a \u escape: a text that holds a lone surrogate itself is refused too.
+  for (const text of ['{"name":"\ud800","id":1}', '{"\udc00x":1}', '{"a":["ok","\ud800"],"id":1}']) {
+    t.throws(() => parseJson(text), /lone surrogate/, JSON.stringify(text));
+  }
 });

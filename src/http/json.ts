@@ -33,48 +33,43 @@ export function parseJson(text: string): unknown {
 const NOT_FAST = Symbol('not parsed on the fast path');
 
 // A reviver makes JSON.parse about five times slower (2.2 against 0.5 µs for a plant). When every
-// number in the text is written as an integer (no '.', 'e' or 'E' outside strings) and parses to
+// number in the text is written as an integer (no digit before a '.', 'e' or 'E') and parses to
 // a safe integer, plain parsing and turning those numbers into BigInt gives the same value. Any
 // other text, or anything odd on the way (invalid JSON, a forbidden key, a lone surrogate, deep
 // nesting), takes the reviver's path, so every refusal and its message stays as it was.
 function parsedFast(text: string): unknown {
-  if (!onlyIntegerNumbers(text)) return NOT_FAST;
+  if (FRACTION_OR_EXPONENT.test(text)) return NOT_FAST;
   try {
     const value: unknown = secureJson.parse(text, undefined, SECURE);
+    // A lone surrogate comes from a \u escape or from the text itself: without either, no string or
+    // key needs a check of its own (those checks were a tenth of this path's time).
+    const checkStrings = text.includes('\\') || !text.isWellFormed();
     // A bare number is left to the reviver's path; bodies are objects.
-    return typeof value !== 'number' && withBigIntegers(value) ? value : NOT_FAST;
+    return typeof value !== 'number' && withBigIntegers(value, checkStrings) ? value : NOT_FAST;
   } catch {
     return NOT_FAST;
   }
 }
 
-/** No '.', 'e' or 'E' outside string literals (so `true` and `false` take the slow path too). */
-function onlyIntegerNumbers(text: string): boolean {
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (inString) {
-      if (code === 0x5c) i++; // the escaped character, whatever it is
-      else if (code === 0x22) inString = false;
-    } else if (code === 0x22) inString = true;
-    else if (code === 0x2e || code === 0x65 || code === 0x45) return false;
-  }
-  return true;
-}
+// In JSON a fraction or an exponent always follows a digit (RFC 8259: int [frac] [exp]), so a text
+// without a digit before '.', 'e' or 'E' writes every number as an integer. The same pair inside a
+// string ("A4.") only sends the text down the reviver's path. The regular expression takes a third
+// of the time of the loop over the characters, skipping strings, that it replaces.
+const FRACTION_OR_EXPONENT = /\d[.eE]/;
 
-/** Turns every number into a BigInt in place; false when one is not a safe integer or a string is not well formed. */
-function withBigIntegers(value: unknown): boolean {
-  if (typeof value === 'string') return value.isWellFormed();
+/** Turns every number into a BigInt in place; false when one is not a safe integer or a checked string is not well formed. */
+function withBigIntegers(value: unknown, checkStrings: boolean): boolean {
+  if (typeof value === 'string') return !checkStrings || value.isWellFormed();
   if (typeof value !== 'object' || value === null) return true;
   const container = value as Record<string, unknown>;
   for (const key in container) {
-    if (!key.isWellFormed()) return false;
+    if (checkStrings && !key.isWellFormed()) return false;
     const item = container[key];
     if (typeof item === 'number') {
       if (!Number.isSafeInteger(item)) return false;
       container[key] = BigInt(item);
-    } else if (!withBigIntegers(item)) {
-      return false;
+    } else if (typeof item === 'object' || checkStrings) {
+      if (!withBigIntegers(item, checkStrings)) return false;
     }
   }
   return true;
@@ -83,11 +78,17 @@ function withBigIntegers(value: unknown): boolean {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
+/** The charset parameter of a Content-Type, lower case; most clients send none, and need no regular expression. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  if (contentType === undefined || !contentType.includes(';')) return undefined;
+  return CHARSET.exec(contentType)?.[1]?.toLowerCase();
+}
+
 /** Replaces Fastify's body parsers: JSON is the only media type the contract accepts. */
 export function useExactJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    const charset = charsetOf(request.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new HttpError(415, `JSON bodies are UTF-8 (RFC 8259); the charset "${charset}" is not supported.`), undefined);
       return;
