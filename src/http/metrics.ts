@@ -107,13 +107,14 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
           const started = performance.now();
           const result = method.apply(store, args);
           if (!(result instanceof Promise)) return result;
-          return result.then(
-            (resolved) => ((ok ??= storeLatency.series(name, 'ok'))(secondsSince(started)), resolved),
-            (error: unknown) => {
-              (failed ??= storeLatency.series(name, 'error'))(secondsSince(started));
-              throw error;
-            },
+          // Observed beside the caller rather than in front of it: the caller awaits the store's own
+          // promise, not one chained to it (a promise and a turn of the microtask queue less per call).
+          // The rejection handler keeps a failure from also being reported as unhandled here.
+          result.then(
+            () => (ok ??= storeLatency.series(name, 'ok'))(secondsSince(started)),
+            () => (failed ??= storeLatency.series(name, 'error'))(secondsSince(started)),
           );
+          return result;
         };
       }
       return timed as typeof store;
