@@ -66,6 +66,9 @@ interface PendingWrite {
   reject: (error: unknown) => void;
   /** performance.now() after which waiting for another process's lock gives up. */
   deadline: number;
+  /** Set by the commit: what the work returned, or the error it threw (its own failure; the batch's other writes stand). */
+  value: unknown;
+  failed: boolean;
 }
 
 /** How long a write waits for a write lock another process holds (documented: README, openapi.yaml's 503). */
@@ -109,6 +112,7 @@ export class SqliteStore implements PlantStore {
   /** Statements prepared once per SQL text, all reading integers as BigInt. */
   readonly #prepared = new Map<string, StatementSync>();
   readonly #preparedTuples = new Map<string, StatementSync>();
+  readonly #preparedCounting = new Map<string, StatementSync>();
   readonly #options: SqliteOptions;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
@@ -146,8 +150,8 @@ export class SqliteStore implements PlantStore {
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     return this.#plantWrite('plant.created', (emit) => {
-      const { changes } = this.#sql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
-      if (Number(changes) === 1) return { outcome: 'created', stored: plant, eventWritten: emit(plant) };
+      const { changes } = this.#countingSql(SQL.insertPlant).run(plant.id, plant.name, plant.tag ?? null);
+      if (changes === 1) return { outcome: 'created', stored: plant, eventWritten: emit(plant) };
       const stored = this.#selectPlant(plant.id)!;
       return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
     });
@@ -373,6 +377,16 @@ export class SqliteStore implements PlantStore {
     return statement;
   }
 
+  /** A write whose counts come as numbers: run() made two BigInts per call for its changes and last row id. */
+  #countingSql(text: string): StatementSync {
+    let statement = this.#preparedCounting.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      this.#preparedCounting.set(text, statement);
+    }
+    return statement;
+  }
+
   /** A plant query whose rows come as [id, name, tag]: node:sqlite builds arrays in half the time of objects. */
   #plantSql(text: string): StatementSync {
     let statement = this.#preparedTuples.get(text);
@@ -448,7 +462,7 @@ export class SqliteStore implements PlantStore {
   #write<T>(work: () => T, isolated = true): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, isolated, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS });
+      this.#pending.push({ work, isolated, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS, value: undefined, failed: false });
       this.#writer ??= this.#writeLoop();
     });
   }
@@ -484,12 +498,11 @@ export class SqliteStore implements PlantStore {
 
   /** One transaction for the batch, settling each write; returns the SQLITE_BUSY error, the batch untouched, if the lock is taken. */
   #commit(batch: PendingWrite[]): unknown {
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       this.#db.exec('BEGIN IMMEDIATE');
       // Other processes may have changed the subscriptions since the last batch.
       this.#subscribed.clear();
-      for (const { work, isolated } of batch) outcomes.push(this.#settle(isolated ? () => this.#inSavepoint(work) : work));
+      for (const write of batch) this.#settle(write);
       this.#db.exec('COMMIT');
     } catch (error) {
       this.#rollBack();
@@ -501,11 +514,10 @@ export class SqliteStore implements PlantStore {
       return undefined;
     }
     this.#writeFault = undefined;
-    batch.forEach(({ resolve, reject }, index) => {
-      const outcome = outcomes[index]!;
-      if (outcome.ok) resolve(outcome.value);
-      else reject(outcome.error);
-    });
+    for (const { failed, value, resolve, reject } of batch) {
+      if (failed) reject(value);
+      else resolve(value);
+    }
     return undefined;
   }
 
@@ -518,14 +530,17 @@ export class SqliteStore implements PlantStore {
   }
 
   /** Runs one write of the batch: its own failure is its outcome, the storage's fails the whole batch. */
-  #settle(work: () => unknown): { ok: true; value: unknown } | { ok: false; error: unknown } {
+  #settle(write: PendingWrite): void {
     try {
-      return { ok: true, value: work() };
+      // Kept on the write itself: an array of outcome objects cost two allocations per write.
+      write.value = write.isolated ? this.#inSavepoint(write.work) : write.work();
+      write.failed = false;
     } catch (error) {
       // The storage failing is no single write's fault, and once SQLite has rolled the transaction back the
       // writes before this one are undone too: the whole batch fails.
       if (isBusy(error) || isStorageFault(error) || !this.#db.isTransaction) throw error;
-      return { ok: false, error };
+      write.value = error;
+      write.failed = true;
     }
   }
 
