@@ -2,7 +2,7 @@
 import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
 import { HttpError } from '../http/errors.ts';
 import type { OperationHandler } from '../http/operations.ts';
-import { plantWith, type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
+import { type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
 import { decodeCursor, encodeCursor, plantEtag } from './representation.ts';
 
 export interface PlantHandlers {
@@ -21,7 +21,9 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
   return {
     async createPlant(request) {
       const { id } = request.body;
-      const result = await store.createPlant(plantWith(id, request.body));
+      // The validated body is the record itself: only the schema's fields, none of them undefined (a
+      // copy through plantWith cost a spread and a key list on every create).
+      const result = await store.createPlant(request.body);
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
