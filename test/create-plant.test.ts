@@ -102,6 +102,20 @@ t.test('shape rules: required fields, unknown fields, empty and long names', asy
   t.equal(longest.statusCode, 200, '256 characters are allowed');
 });
 
+t.test('name and tag lengths count code points: 256 astral characters (512 UTF-16 units) pass, 257 do not', async (t) => {
+  const { app } = await build(t);
+  const cactus = '\u{1F335}';
+  const longest = await createPlant(t, app, `{"id":1,"name":"${cactus.repeat(256)}","tag":"${cactus.repeat(256)}"}`);
+  t.equal(longest.statusCode, 200, '256 code points are allowed, whatever their UTF-16 length');
+  t.equal((await createPlant(t, app, `{"id":2,"name":"${cactus}"}`)).statusCode, 200, 'one astral character is not empty');
+  for (const field of ['name', 'tag']) {
+    const body = field === 'name' ? `{"id":3,"name":"${cactus.repeat(257)}"}` : `{"id":3,"name":"x","tag":"x${cactus.repeat(256)}"}`;
+    const response = await createPlant(t, app, body);
+    t.equal(response.statusCode, 400, `${field}: 257 code points`);
+    t.match(response.json(), { message: new RegExp(`field "${field}" must NOT have more than 256 characters`) }, field);
+  }
+});
+
 t.test('an identical create is idempotent; reusing an id for another plant is 409 and changes nothing', async (t) => {
   const { app, store } = await build(t);
   const original = '{"id":9007199254740993,"name":"Monstera","tag":"aroid"}';
