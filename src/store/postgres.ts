@@ -132,12 +132,22 @@ const exactTypes = {
     oid === INT8_OID ? int8FromText : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+const MINUS = 0x2d;
+const ZERO = 0x30;
+
 /**
- * Up to 15 characters (sign included) is below 2^53, exact as a double: BigInt of a number takes
- * a third of BigInt of a string, and a page of 100 parses 101 ids.
+ * PostgreSQL writes an int8 as an optional minus and digits. Up to 15 characters (sign included) is
+ * below 2^53, exact as a double: BigInt of a number takes a third of BigInt of a string, and a page
+ * of 100 parses 101 ids. The digits are read here rather than by Number(text), which left compiled
+ * code for V8's runtime on every id: half of the 6 µs per page this parser took in a profile.
  */
 function int8FromText(text: string): bigint {
-  return text.length < 16 ? BigInt(Number(text)) : BigInt(text);
+  const length = text.length;
+  if (length > 15) return BigInt(text);
+  const negative = text.charCodeAt(0) === MINUS;
+  let value = 0;
+  for (let i = negative ? 1 : 0; i < length; i++) value = value * 10 + (text.charCodeAt(i) - ZERO);
+  return BigInt(negative ? -value : value);
 }
 
 export class PostgresStore implements PlantStore {
