@@ -285,9 +285,10 @@ export class PostgresStore implements PlantStore {
   async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
     const from = pageStart(after);
     if (from === undefined) return [];
-    return tag === undefined
+    // Awaited: an async function returning a promise unawaited resolves with it two turns later.
+    return await (tag === undefined
       ? this.#plantQuery('SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [String(from), limit])
-      : this.#plantQuery('SELECT id, name, tag FROM plants WHERE tag = $1 AND id >= $2 ORDER BY tag, id LIMIT $3', [tag, String(from), limit]);
+      : this.#plantQuery('SELECT id, name, tag FROM plants WHERE tag = $1 AND id >= $2 ORDER BY tag, id LIMIT $3', [tag, String(from), limit]));
   }
 
   async getPlant(id: bigint): Promise<PlantRecord | undefined> {
@@ -485,32 +486,34 @@ export class PostgresStore implements PlantStore {
 
   // Named, so that each connection parses and plans a statement once and then only binds and
   // executes it: parsing, analysing and planning were 40% of the database's CPU time per create.
-  #query<Row extends object = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
-    return this.#track(async () => {
-      try {
-        return await this.#pool.query<Row>(this.#statement(sql, 'objects'), params);
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    });
+  async #query<Row extends object = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    this.#begin();
+    try {
+      return await this.#pool.query<Row>(this.#statement(sql, 'objects'), params);
+    } catch (error) {
+      throw unavailableOr(error);
+    } finally {
+      this.#end();
+    }
   }
 
   /** Plants selected as `id, name, tag`, read as arrays: building an object keyed by column per row costs pg twice as much. */
-  #plantQuery(sql: string, params: unknown[]): Promise<PlantRecord[]> {
-    return this.#track(async () => {
-      try {
-        const { rows } = await this.#pool.query<PlantTuple>(this.#statement(sql, 'arrays'), params);
-        const plants = rows.map(plantFromTuple);
-        // pg-pool resolves a promise it made when the query was asked for, before the wait for a
-        // connection; under load that promise has already moved to V8's old generation, and an old
-        // object pointing at young ones keeps them through every scavenge until the next full GC.
-        // Emptied, the result no longer holds its row arrays: a page of 1,000 was promoted whole.
-        rows.length = 0;
-        return plants;
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    });
+  async #plantQuery(sql: string, params: unknown[]): Promise<PlantRecord[]> {
+    this.#begin();
+    try {
+      const { rows } = await this.#pool.query<PlantTuple>(this.#statement(sql, 'arrays'), params);
+      const plants = rows.map(plantFromTuple);
+      // pg-pool resolves a promise it made when the query was asked for, before the wait for a
+      // connection; under load that promise has already moved to V8's old generation, and an old
+      // object pointing at young ones keeps them through every scavenge until the next full GC.
+      // Emptied, the result no longer holds its row arrays: a page of 1,000 was promoted whole.
+      rows.length = 0;
+      return plants;
+    } catch (error) {
+      throw unavailableOr(error);
+    } finally {
+      this.#end();
+    }
   }
 
   /**
@@ -551,11 +554,20 @@ export class PostgresStore implements PlantStore {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     const running = operation();
     this.#inFlight++;
-    const ended = () => {
-      if (--this.#inFlight === 0) this.#onIdle?.();
-    };
+    const ended = () => this.#end();
     running.then(ended, ended);
     return running;
+  }
+
+  // #track's bookkeeping for the queries on every request's path, inside their own async functions:
+  // wrapped in #track, each query made one more closure, one more promise and its two handlers.
+  #begin(): void {
+    if (this.#closed) throw new Error('The store is closed.');
+    this.#inFlight++;
+  }
+
+  #end(): void {
+    if (--this.#inFlight === 0) this.#onIdle?.();
   }
 
   async #inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
