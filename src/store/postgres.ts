@@ -150,6 +150,15 @@ function int8FromText(text: string): bigint {
   return BigInt(negative ? -value : value);
 }
 
+/**
+ * A named statement's query config with its fields on its prototype and none of its own (see
+ * PostgresStore's #statement for why); pg keeps the prototype when it copies a config. Exported for
+ * the test that checks pg still names the statement it is given this way.
+ */
+export function namedStatement(name: string, text: string, rowMode?: 'array'): pg.QueryConfig {
+  return Object.create(rowMode === undefined ? { name, text } : { name, text, rowMode }) as pg.QueryConfig;
+}
+
 export class PostgresStore implements PlantStore {
   readonly #pool: pg.Pool;
   #closed = false;
@@ -530,8 +539,7 @@ export class PostgresStore implements PlantStore {
     const made: Map<string, pg.QueryConfig | pg.QueryArrayConfig> = this.#statements[rows];
     let statement = made.get(sql);
     if (statement === undefined) {
-      const fields = { name: this.#statementName(sql), text: sql, ...(rows === 'arrays' && { rowMode: 'array' as const }) };
-      statement = Object.create(fields) as typeof fields;
+      statement = namedStatement(this.#statementName(sql), sql, rows === 'arrays' ? 'array' : undefined);
       made.set(sql, statement);
     }
     return statement;
