@@ -107,12 +107,16 @@ const SQL = {
      WHERE disabled_at IS NULL AND instr(' ' || events || ' ', ' ' || ? || ' ') > 0`,
 };
 
+/**
+ * How a prepared statement reads: integers as BigInt, so that int64 ids stay exact (`bigints`), the
+ * same with rows as arrays (`tuples`), or a write whose changes and last row id come as numbers (`counts`).
+ */
+type StatementReads = 'bigints' | 'tuples' | 'counts';
+
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
-  /** Statements prepared once per SQL text, all reading integers as BigInt. */
-  readonly #prepared = new Map<string, StatementSync>();
-  readonly #preparedTuples = new Map<string, StatementSync>();
-  readonly #preparedCounting = new Map<string, StatementSync>();
+  /** Statements prepared once per SQL text and way of reading. */
+  readonly #prepared: Record<StatementReads, Map<string, StatementSync>> = { bigints: new Map(), tuples: new Map(), counts: new Map() };
   readonly #options: SqliteOptions;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
@@ -368,33 +372,27 @@ export class SqliteStore implements PlantStore {
   }
 
   #sql(text: string): StatementSync {
-    let statement = this.#prepared.get(text);
-    if (!statement) {
-      statement = this.#db.prepare(text);
-      statement.setReadBigInts(true);
-      this.#prepared.set(text, statement);
-    }
-    return statement;
+    return this.#statement(text, 'bigints');
   }
 
   /** A write whose counts come as numbers: run() made two BigInts per call for its changes and last row id. */
   #countingSql(text: string): StatementSync {
-    let statement = this.#preparedCounting.get(text);
-    if (!statement) {
-      statement = this.#db.prepare(text);
-      this.#preparedCounting.set(text, statement);
-    }
-    return statement;
+    return this.#statement(text, 'counts');
   }
 
   /** A plant query whose rows come as [id, name, tag]: node:sqlite builds arrays in half the time of objects. */
   #plantSql(text: string): StatementSync {
-    let statement = this.#preparedTuples.get(text);
+    return this.#statement(text, 'tuples');
+  }
+
+  #statement(text: string, reads: StatementReads): StatementSync {
+    const made = this.#prepared[reads];
+    let statement = made.get(text);
     if (!statement) {
       statement = this.#db.prepare(text);
-      statement.setReadBigInts(true);
-      statement.setReturnArrays(true);
-      this.#preparedTuples.set(text, statement);
+      statement.setReadBigInts(reads !== 'counts');
+      statement.setReturnArrays(reads === 'tuples');
+      made.set(text, statement);
     }
     return statement;
   }
