@@ -558,17 +558,18 @@ export class PostgresStore implements PlantStore {
     return this.#track(() => this.#inTransaction(work));
   }
 
-  #track<T>(operation: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('The store is closed.'));
-    const running = operation();
-    this.#inFlight++;
-    const ended = () => this.#end();
-    running.then(ended, ended);
-    return running;
+  /** An operation counted in flight until it settles: close() waits until none is left. */
+  async #track<T>(operation: () => Promise<T>): Promise<T> {
+    this.#begin();
+    try {
+      return await operation();
+    } finally {
+      this.#end();
+    }
   }
 
-  // #track's bookkeeping for the queries on every request's path, inside their own async functions:
-  // wrapped in #track, each query made one more closure, one more promise and its two handlers.
+  // The queries on every request's path call #begin and #end inside their own async functions:
+  // wrapped in #track, each query made one more closure, one more promise and its handlers.
   #begin(): void {
     if (this.#closed) throw new Error('The store is closed.');
     this.#inFlight++;
