@@ -13,7 +13,11 @@
 // it (the same Node flags), and so do the baselines and references, the compile cache on; each
 // start is the median of three starts to the first answer, and the peak RSS is the VmHWM of the
 // process over the whole run.
-// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_DATABASE_URL, and BENCH_ONLY:
+// Each row's time is split into BENCH_ROUNDS rounds (5), and each scenario runs round by round, every
+// target in turn within a round: a service and its reference are measured seconds apart, several times,
+// and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
+// of the machine moves one round, not the whole ratio.
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, and BENCH_ONLY:
 // run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
 // BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
 // span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
@@ -36,6 +40,9 @@ import { openStore } from '../src/store/factory.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+// Whole seconds per round: autocannon stops at its next one-second tick, so a fraction would run on anyway.
+const ROUND_SECONDS = Math.max(1, Math.round(DURATION / Number(process.env.BENCH_ROUNDS ?? 5)));
+const ROUNDS = Math.max(1, Math.round(DURATION / ROUND_SECONDS));
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const ONLY = process.env.BENCH_ONLY ?? '';
@@ -65,7 +72,30 @@ interface Row {
   backendCpuUs?: number;
   /** The machine's load average (1 minute) at the end of the row. */
   load: number;
+  /** CPU µs per request of each round, database backends included: the rounds' ratios are taken from these. */
+  roundCpuUs: number[];
 }
+
+/** One round of one row: an autocannon run's own result, and the CPU time the target spent meanwhile. */
+interface Round {
+  result: RawResult;
+  cpuUs: number;
+  backendCpuUs?: number;
+  machine: { before: MachineTicks; after: MachineTicks };
+}
+
+/** What autocannon answers with `skipAggregateResult`: its counts, and its latency histogram still encoded. */
+interface RawResult {
+  totalCompletedRequests: number;
+  totalBytes: number;
+  errors: number;
+  timeouts: number;
+  duration: number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+
+// autocannon's merge of runs (their latency histograms included), which its types do not declare.
+const aggregateResult = (autocannon as unknown as { aggregateResult: (results: RawResult[], opts: object) => autocannon.Result }).aggregateResult;
 
 const BASELINES = ['node:http', 'fastify route'];
 /** Each service's ratio is taken against the reference doing the same store work; the 401 against the bare answer. */
@@ -193,12 +223,12 @@ try {
   // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
   // minutes, and a row should be compared with ceilings measured seconds, not minutes, apart.
   // A second of each first, unrecorded: the figures are for warmed-up (JIT-compiled) servers.
-  for (const [scenario, target] of pairs()) await drive(target, scenario, WARM_UP_SECONDS);
-  for (const [scenario, target] of pairs()) rows.push(await drive(target, scenario));
+  for (const [scenario, targets] of pairs()) for (const target of targets) await drive(target, scenario, WARM_UP_SECONDS);
+  for (const [scenario, targets] of pairs()) rows.push(...(await driveInRounds(targets, scenario)));
   for (const target of running) {
     if (target.baseline || target.reference || LARGE_STORE === 0 || !runsAtLarge) continue;
     await fillTo(target.env.DATABASE_URL!, LARGE_STORE);
-    rows.push(await drive(target, createAtLarge));
+    rows.push(...(await driveInRounds([target], createAtLarge)));
   }
   for (const target of running) notes.push(startupAndMemoryNote(target, startups.get(target.name)!));
   print();
@@ -208,13 +238,12 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** Scenario by scenario, each target that runs it. */
-function pairs(): [Scenario, Running][] {
-  return scenarios.flatMap((scenario) =>
-    running
-      .filter((target) => !(scenario.serviceOnly && (target.baseline || target.reference)) && !(target.reference && scenario === UNAUTHENTICATED))
-      .map((target): [Scenario, Running] => [scenario, target]),
-  );
+/** Scenario by scenario, the targets that run it. */
+function pairs(): [Scenario, Running[]][] {
+  return scenarios.map((scenario) => [
+    scenario,
+    running.filter((target) => !(scenario.serviceOnly && (target.baseline || target.reference)) && !(target.reference && scenario === UNAUTHENTICATED)),
+  ]);
 }
 
 /** An OTLP/HTTP receiver that reads and accepts every batch; unref'd, so it never keeps the bench running. */
@@ -284,32 +313,58 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function drive(target: Running, scenario: Scenario, duration = DURATION): Promise<Row> {
+/** One row per target: ROUNDS rounds, each target in turn within a round. */
+async function driveInRounds(targets: Running[], scenario: Scenario): Promise<Row[]> {
+  const rounds = new Map<Running, Round[]>(targets.map((target) => [target, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of targets) rounds.get(target)!.push(await drive(target, scenario, ROUND_SECONDS));
+  }
+  return targets.map((target) => rowOf(target, scenario, rounds.get(target)!));
+}
+
+async function drive(target: Running, scenario: Scenario, duration: number): Promise<Round> {
   const pid = target.child.pid!;
   const cpuBefore = cpuMicroseconds(pid);
   const backendsBefore = await backendCpu(target);
-  const machineBefore = machineCpuTicks();
-  const result = await autocannon({
+  const before = machineCpuTicks();
+  const result = (await autocannon({
     url: `http://127.0.0.1:${target.port}`,
     connections: CONNECTIONS,
     duration,
     requests: scenario.request(),
-  });
-  const wrongStatus = Object.entries(result.statusCodeStats ?? {})
+    skipAggregateResult: true,
+  })) as unknown as RawResult;
+  return {
+    result,
+    cpuUs: cpuMicroseconds(pid) - cpuBefore,
+    ...(target.applicationName && { backendCpuUs: backendCpuSince(backendsBefore, await backendCpu(target)) }),
+    machine: { before, after: machineCpuTicks() },
+  };
+}
+
+function rowOf(target: Running, scenario: Scenario, rounds: Round[]): Row {
+  const merged = aggregateResult(
+    rounds.map((round) => round.result),
+    { url: `http://127.0.0.1:${target.port}`, connections: CONNECTIONS },
+  );
+  const total = (pick: (round: Round) => number) => rounds.reduce((sum, round) => sum + pick(round), 0);
+  const requests = Math.max(1, total((round) => round.result.totalCompletedRequests));
+  const wrongStatus = Object.entries(merged.statusCodeStats ?? {})
     .filter(([status]) => Number(status) !== (target.baseline ? 200 : scenario.expected))
     .reduce((sum, [, stats]) => sum + (stats as { count: number }).count, 0);
   return {
     target: target.name,
     scenario: scenario.name,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts + wrongStatus,
-    cpuUs: (cpuMicroseconds(pid) - cpuBefore) / Math.max(1, result.requests.total),
-    stealPercent: stealPercent(machineBefore, machineCpuTicks()),
-    bytesPerAnswer: result.throughput.total / Math.max(1, result.requests.total),
+    rps: requests / total((round) => round.result.duration),
+    p50: merged.latency.p50,
+    p99: merged.latency.p99,
+    errors: merged.errors + merged.timeouts + wrongStatus,
+    cpuUs: total((round) => round.cpuUs) / requests,
+    stealPercent: stealPercent(rounds[0]!.machine.before, rounds.at(-1)!.machine.after),
+    bytesPerAnswer: total((round) => round.result.totalBytes) / requests,
     load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
-    ...(target.applicationName && { backendCpuUs: backendCpuSince(backendsBefore, await backendCpu(target)) / Math.max(1, result.requests.total) }),
+    ...(target.applicationName && { backendCpuUs: total((round) => round.backendCpuUs!) / requests }),
+    roundCpuUs: rounds.map((round) => (round.cpuUs + (round.backendCpuUs ?? 0)) / Math.max(1, round.result.totalCompletedRequests)),
   };
 }
 
@@ -495,10 +550,13 @@ function cpuText(row: Row): string {
 }
 
 function printWorkRatios(): void {
-  console.log(`\nCPU µs per request against the work itself (PostgreSQL: process + database backends; load is the 1-minute average)`);
+  console.log(
+    `\nCPU µs per request against the work itself (PostgreSQL: process + database backends; load is the 1-minute average);\n` +
+      `ratio: the whole rows'; rounds: the median and range of the ${ROUNDS} rounds' ratios (${ROUND_SECONDS} s each, seconds apart)`,
+  );
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'CPU µs'.padStart(10)}${'reference'.padStart(24)}${'ref µs'.padStart(10)}` +
-      `${'ratio'.padStart(8)}${'target'.padStart(8)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
+      `${'ratio'.padStart(8)}${'rounds'.padStart(20)}${'target'.padStart(8)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
   );
   for (const row of rows) {
     const service = targets.find((target) => target.name === row.target);
@@ -508,8 +566,16 @@ function printWorkRatios(): void {
     const ratio = withBackends(row) / withBackends(reference);
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${reference.target.padStart(24)}` +
-        `${cpuText(reference).padStart(10)}${ratio.toFixed(2).padStart(8)}${`≤ ${TARGETS[row.scenario]}`.padStart(8)}` +
-        `${row.stealPercent.toFixed(1).padStart(9)}${row.load.toFixed(1).padStart(7)}`,
+        `${cpuText(reference).padStart(10)}${ratio.toFixed(2).padStart(8)}${roundRatios(row, reference).padStart(20)}` +
+        `${`≤ ${TARGETS[row.scenario]}`.padStart(8)}${row.stealPercent.toFixed(1).padStart(9)}${row.load.toFixed(1).padStart(7)}`,
     );
   }
+}
+
+/** "median (lowest-highest)" of the ratios of rounds run seconds apart. */
+function roundRatios(row: Row, reference: Row): string {
+  const ratios = row.roundCpuUs.map((cpu, round) => cpu / reference.roundCpuUs[round]!).sort((a, b) => a - b);
+  const middle = ratios.length / 2;
+  const median = ratios.length % 2 === 1 ? ratios[Math.floor(middle)]! : (ratios[middle - 1]! + ratios[middle]!) / 2;
+  return `${median.toFixed(2)} (${ratios[0]!.toFixed(2)}-${ratios.at(-1)!.toFixed(2)})`;
 }
