@@ -291,6 +291,15 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.strictSame(await store.listPlants({ tag: 'aroid', limit: 100, compactIds: true }), compact(aroid), 'with a tag');
       t.strictSame(await store.listPlants({ tag: 'aroid', after: -TWO_53, limit: 2, compactIds: true }), compact(aroid.slice(1, 3)), 'with a tag and after');
       t.strictSame(await store.listPlants({ limit: 100 }), sorted, 'without compactIds: bigints, as ever');
+
+      // The first compact page of another store: -2^63 among ids that fit, and nothing else beyond ±(2^53 - 1).
+      const low = await open(t);
+      await seed(t, low, [{ id: 1n, name: 'one' }, { id: INT64_MIN, name: 'int64 min' }, { id: -1n, name: 'minus one' }]);
+      t.strictSame(
+        await low.listPlants({ limit: 100, compactIds: true }),
+        [{ id: INT64_MIN, name: 'int64 min' }, { id: -1, name: 'minus one' }, { id: 1, name: 'one' }],
+        '-2^63 exactly, as bigint, beside ids that fit',
+      );
     });
 
     t.test('listPlants with a tag answers only plants with exactly that tag, with after and limit', async (t) => {
