@@ -143,3 +143,31 @@ t.test('a cursor is an opaque position: a well-formed hand-made one is honoured,
     t.equal(refused.statusCode, 400, `cursor ${cursor}`);
   }
 });
+
+t.test('pages write every int64 id digit for digit on both sides of ±2^53, and their cursors walk across', async (t) => {
+  const { app } = await build(t);
+  // In id order; the store reads ids within ±(2^53 - 1) as numbers and the others as BigInt.
+  const ids = [
+    '-9223372036854775808',
+    '-9007199254740993',
+    '-9007199254740992',
+    '-9007199254740991',
+    '-1',
+    '0',
+    '9007199254740991',
+    '9007199254740992',
+    '9007199254740993',
+    '9223372036854775807',
+  ];
+  for (const id of [...ids].reverse()) t.equal((await createPlant(t, app, `{"id":${id},"name":"plant ${id}"}`)).statusCode, 200);
+  const whole = await api(t, app, { method: 'GET', url: '/plants', headers: AUTH });
+  t.equal(whole.body, `[${ids.map((id) => `{"id":${id},"name":"plant ${id}"}`).join(',')}]`, 'one page, byte for byte');
+  const walked: string[] = [];
+  let url: string | undefined = '/plants?limit=3';
+  while (url !== undefined) {
+    const page = await api(t, app, { method: 'GET', url, headers: AUTH });
+    walked.push(...[...page.body.matchAll(/"id":(-?\d+)/g)].map((match) => match[1]!));
+    url = /^<([^>]+)>; rel="next"$/.exec(String(page.headers.link ?? ''))?.[1];
+  }
+  t.strictSame(walked, ids, 'pages of 3 through the Link header: every id once, in order');
+});

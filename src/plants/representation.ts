@@ -29,7 +29,7 @@ const CURSOR_VERSION = 'p1';
 const CURSOR_TEXT = /^p1:(-?(?:0|[1-9]\d{0,18}))$/;
 
 /** An opaque cursor meaning "the plants after this id". */
-export function encodeCursor(lastId: bigint): string {
+export function encodeCursor(lastId: bigint | number): string {
   return Buffer.from(`${CURSOR_VERSION}:${lastId}`).toString('base64url');
 }
 

@@ -39,6 +39,7 @@ import {
   type CreateResult,
   type EveryPlantField,
   type NewTokenRecord,
+  type ListedPlant,
   type PageQuery,
   type PlantContent,
   type PlantRecord,
@@ -132,22 +133,37 @@ const exactTypes = {
     oid === INT8_OID ? int8FromText : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+// For pages with compact ids (see ListedPlant): int8 as a number where that is exact, else as BigInt.
+const compactTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? compactInt8FromText : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
 const MINUS = 0x2d;
 const ZERO = 0x30;
 
 /**
- * PostgreSQL writes an int8 as an optional minus and digits. Up to 15 characters (sign included) is
- * below 2^53, exact as a double: BigInt of a number takes a third of BigInt of a string, and a page
+ * PostgreSQL writes an int8 as an optional minus and digits. Within ±(2^53 - 1) it is exact as a
+ * double (see compactInt8FromText): BigInt of a number takes a third of BigInt of a string, and a page
  * of 100 parses 101 ids. The digits are read here rather than by Number(text), which left compiled
  * code for V8's runtime on every id: half of the 6 µs per page this parser took in a profile.
  */
 function int8FromText(text: string): bigint {
+  const value = compactInt8FromText(text);
+  return typeof value === 'bigint' ? value : BigInt(value);
+}
+
+/**
+ * The int8 as a number within ±(2^53 - 1), else as BigInt. Up to 16 digits, every step but the last is
+ * below 2^53, so exact; a last step past 2^53 - 1 rounds to a value that is no safe integer.
+ */
+function compactInt8FromText(text: string): number | bigint {
   const length = text.length;
-  if (length > 15) return BigInt(text);
+  if (length > 17) return BigInt(text);
   const negative = text.charCodeAt(0) === MINUS;
   let value = 0;
   for (let i = negative ? 1 : 0; i < length; i++) value = value * 10 + (text.charCodeAt(i) - ZERO);
-  return BigInt(negative ? -value : value);
+  return Number.isSafeInteger(value) ? (negative ? -value : value) : BigInt(text);
 }
 
 /**
@@ -155,8 +171,9 @@ function int8FromText(text: string): bigint {
  * PostgresStore's #statement for why); pg keeps the prototype when it copies a config. Exported for
  * the test that checks pg still names the statement it is given this way.
  */
-export function namedStatement(name: string, text: string, rowMode?: 'array'): pg.QueryConfig {
-  return Object.create(rowMode === undefined ? { name, text } : { name, text, rowMode }) as pg.QueryConfig;
+export function namedStatement(name: string, text: string, rowMode?: 'array', types?: pg.CustomTypesConfig): pg.QueryConfig {
+  const fields = rowMode === undefined ? { name, text } : { name, text, rowMode };
+  return Object.create(types === undefined ? fields : { ...fields, types }) as pg.QueryConfig;
 }
 
 export class PostgresStore implements PlantStore {
@@ -177,7 +194,11 @@ export class PostgresStore implements PlantStore {
   /** A name for each SQL text #query has run: see #query. */
   readonly #statementNames = new Map<string, string>();
   /** The query config of each SQL text, by row mode: see #statement. */
-  readonly #statements = { objects: new Map<string, pg.QueryConfig>(), arrays: new Map<string, pg.QueryArrayConfig>() };
+  readonly #statements = {
+    objects: new Map<string, pg.QueryConfig>(),
+    arrays: new Map<string, pg.QueryArrayConfig>(),
+    compactArrays: new Map<string, pg.QueryArrayConfig>(),
+  };
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -291,13 +312,15 @@ export class PostgresStore implements PlantStore {
     }
   }
 
-  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+  listPlants(query: PageQuery & { compactIds: true }): Promise<ListedPlant[]>;
+  listPlants(query: PageQuery & { compactIds?: false }): Promise<PlantRecord[]>;
+  async listPlants({ after, tag, limit, compactIds = false }: PageQuery & { compactIds?: boolean }): Promise<ListedPlant[]> {
     const from = pageStart(after);
     if (from === undefined) return [];
     // Awaited: an async function returning a promise unawaited resolves with it two turns later.
     return await (tag === undefined
-      ? this.#plantQuery('SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [String(from), limit])
-      : this.#plantQuery('SELECT id, name, tag FROM plants WHERE tag = $1 AND id >= $2 ORDER BY tag, id LIMIT $3', [tag, String(from), limit]));
+      ? this.#plantQuery('SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [String(from), limit], compactIds)
+      : this.#plantQuery('SELECT id, name, tag FROM plants WHERE tag = $1 AND id >= $2 ORDER BY tag, id LIMIT $3', [tag, String(from), limit], compactIds));
   }
 
   async getPlant(id: bigint): Promise<PlantRecord | undefined> {
@@ -507,10 +530,12 @@ export class PostgresStore implements PlantStore {
   }
 
   /** Plants selected as `id, name, tag`, read as arrays: building an object keyed by column per row costs pg twice as much. */
-  async #plantQuery(sql: string, params: unknown[]): Promise<PlantRecord[]> {
+  async #plantQuery(sql: string, params: unknown[]): Promise<PlantRecord[]>;
+  async #plantQuery(sql: string, params: unknown[], compactIds: boolean): Promise<ListedPlant[]>;
+  async #plantQuery(sql: string, params: unknown[], compactIds = false): Promise<ListedPlant[]> {
     this.#begin();
     try {
-      const { rows } = await this.#pool.query<PlantTuple>(this.#statement(sql, 'arrays'), params);
+      const { rows } = await this.#pool.query<PlantTuple<bigint | number>>(this.#statement(sql, compactIds ? 'compactArrays' : 'arrays'), params);
       const plants = rows.map(plantFromTuple);
       // pg-pool resolves a promise it made when the query was asked for, before the wait for a
       // connection; under load that promise has already moved to V8's old generation, and an old
@@ -534,12 +559,13 @@ export class PostgresStore implements PlantStore {
    * under 1 µs for the reference's text and values), and a config with no own fields copies for little.
    */
   #statement(sql: string, rows: 'objects'): pg.QueryConfig;
-  #statement(sql: string, rows: 'arrays'): pg.QueryArrayConfig;
-  #statement(sql: string, rows: 'objects' | 'arrays'): pg.QueryConfig | pg.QueryArrayConfig {
+  #statement(sql: string, rows: 'arrays' | 'compactArrays'): pg.QueryArrayConfig;
+  #statement(sql: string, rows: 'objects' | 'arrays' | 'compactArrays'): pg.QueryConfig | pg.QueryArrayConfig {
     const made: Map<string, pg.QueryConfig | pg.QueryArrayConfig> = this.#statements[rows];
     let statement = made.get(sql);
     if (statement === undefined) {
-      statement = namedStatement(this.#statementName(sql), sql, rows === 'arrays' ? 'array' : undefined);
+      const types = rows === 'compactArrays' ? compactTypes : undefined;
+      statement = namedStatement(this.#statementName(sql), sql, rows === 'objects' ? undefined : 'array', types);
       made.set(sql, statement);
     }
     return statement;

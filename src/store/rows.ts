@@ -14,8 +14,11 @@ type Int = number | bigint;
 // PlantTuple and plantFromTuple carry each of these fields; a field added to Plant in openapi.yaml fails here until they do.
 const PLANT_TUPLE_FIELDS = { name: true, tag: true } satisfies EveryPlantField;
 
-/** A plant row read as an array (`id, name, tag`): drivers build arrays for less than objects keyed by column. */
-export type PlantTuple = [id: bigint, name: string, tag: string | null];
+/**
+ * A plant row read as an array (`id, name, tag`): drivers build arrays for less than objects keyed by column.
+ * Its id is a bigint, or a number where the caller asked for compact ids (see ListedPlant).
+ */
+export type PlantTuple<Id extends bigint | number = bigint> = [id: Id, name: string, tag: string | null];
 
 export interface TokenRow<Time> {
   id: Int;
@@ -61,7 +64,7 @@ export interface ClaimedRow {
   secret: string;
 }
 
-export function plantFromTuple([id, name, tag]: PlantTuple): PlantRecord {
+export function plantFromTuple<Id extends bigint | number = bigint>([id, name, tag]: PlantTuple<Id>): Omit<PlantRecord, 'id'> & { id: Id } {
   return tag === null ? { id, name } : { id, name, tag };
 }
 

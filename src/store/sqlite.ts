@@ -45,6 +45,7 @@ import {
   type CreateResult,
   type EveryPlantField,
   type NewTokenRecord,
+  type ListedPlant,
   type PageQuery,
   type PlantContent,
   type PlantRecord,
@@ -86,6 +87,8 @@ export interface SqliteOptions {
 
 const DUE = "status = 'pending' AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)";
 
+const COMPACT_ID = `CASE WHEN id BETWEEN ${-Number.MAX_SAFE_INTEGER} AND ${Number.MAX_SAFE_INTEGER} THEN id ELSE CAST(id AS TEXT) END`;
+
 const SQL = {
   insertPlant: 'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
   selectPlant: 'SELECT id, name, tag FROM plants WHERE id = ?',
@@ -95,6 +98,9 @@ const SQL = {
   // LIMIT parameter is bound (its planner may use the value), which was 7% of the CPU time of a page of 100 (perf).
   pageAll: 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)',
   pageByTag: 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)',
+  // The same pages with compact ids, where some id lies beyond ±(2^53 - 1): those ids come as text (see #compactPage).
+  compactPageAll: `SELECT ${COMPACT_ID}, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)`,
+  compactPageByTag: `SELECT ${COMPACT_ID}, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)`,
   selectTokenByHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`,
   insertToken: `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
@@ -109,14 +115,21 @@ const SQL = {
 
 /**
  * How a prepared statement reads: integers as BigInt, so that int64 ids stay exact (`bigints`), the
- * same with rows as arrays (`tuples`), or a write whose changes and last row id come as numbers (`counts`).
+ * same with rows as arrays (`tuples`), rows as arrays with integers as numbers, which node:sqlite refuses
+ * with ERR_OUT_OF_RANGE beyond ±(2^53 - 1) (`numberTuples`), or a write whose changes and last row id come
+ * as numbers (`counts`).
  */
-type StatementReads = 'bigints' | 'tuples' | 'counts';
+type StatementReads = 'bigints' | 'tuples' | 'numberTuples' | 'counts';
 
 export class SqliteStore implements PlantStore {
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text and way of reading. */
-  readonly #prepared: Record<StatementReads, Map<string, StatementSync>> = { bigints: new Map(), tuples: new Map(), counts: new Map() };
+  readonly #prepared: Record<StatementReads, Map<string, StatementSync>> = {
+    bigints: new Map(),
+    tuples: new Map(),
+    numberTuples: new Map(),
+    counts: new Map(),
+  };
   readonly #options: SqliteOptions;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
@@ -131,6 +144,8 @@ export class SqliteStore implements PlantStore {
    * selects the subscriptions itself).
    */
   readonly #subscribed = new Map<WebhookEvent, boolean>();
+  /** False once a page with compact ids met an id beyond ±(2^53 - 1): see #compactPage. */
+  #pageIdsFitNumbers = true;
 
   constructor(path: string, options: SqliteOptions = {}) {
     this.#options = options;
@@ -161,10 +176,13 @@ export class SqliteStore implements PlantStore {
     });
   }
 
-  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+  listPlants(query: PageQuery & { compactIds: true }): Promise<ListedPlant[]>;
+  listPlants(query: PageQuery & { compactIds?: false }): Promise<PlantRecord[]>;
+  async listPlants({ after, tag, limit, compactIds }: PageQuery & { compactIds?: boolean }): Promise<ListedPlant[]> {
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return [];
+    if (compactIds) return await this.#read(() => this.#compactPage(from, tag, limit));
     const rows = await this.#read(() =>
       tag === undefined ? this.#plantSql(SQL.pageAll).all(from, limit) : this.#plantSql(SQL.pageByTag).all(tag, from, limit),
     );
@@ -173,6 +191,50 @@ export class SqliteStore implements PlantStore {
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
     return this.#read(() => this.#selectPlant(id));
+  }
+
+  /**
+   * A page with compact ids: read with integers as numbers while every id fits (see #numberPage). From the
+   * first page that meets an id beyond ±(2^53 - 1), pages select the id through a CASE that hands such ids
+   * over as text, made exact BigInts (13k more instructions per page of 100 under callgrind than numbers
+   * alone, still 33k fewer than BigInts).
+   */
+  #compactPage(from: bigint, tag: string | undefined, limit: number): ListedPlant[] {
+    if (this.#pageIdsFitNumbers) {
+      const plants = this.#numberPage(from, tag, limit);
+      if (plants !== undefined) return plants;
+      this.#pageIdsFitNumbers = false;
+    }
+    const rows = this.#pageRows(SQL.compactPageAll, SQL.compactPageByTag, from, tag, limit) as [number | string, string, string | null][];
+    return rows.map(([id, name, tag]) => plantFromTuple([typeof id === 'string' ? BigInt(id) : id, name, tag]));
+  }
+
+  /**
+   * The page with its ids as numbers, or undefined when one of them is not exact as a number: node:sqlite
+   * refuses integers beyond ±(2^53 - 1) with ERR_OUT_OF_RANGE, but not -2^63, whose magnitude its check
+   * cannot compute. Built in place rather than by Array#map (its builtin, a new array and a keyed store per
+   * plant were about 3% of a page's instructions under callgrind).
+   */
+  #numberPage(from: bigint, tag: string | undefined, limit: number): ListedPlant[] | undefined {
+    let rows: (PlantTuple<number> | ListedPlant)[];
+    try {
+      rows = this.#pageRows(SQL.pageAll, SQL.pageByTag, from, tag, limit) as PlantTuple<number>[];
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined;
+      throw error;
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i] as PlantTuple<number>;
+      if (!Number.isSafeInteger(row[0])) return undefined;
+      rows[i] = plantFromTuple(row);
+    }
+    return rows as ListedPlant[];
+  }
+
+  #pageRows(all: string, byTag: string, from: bigint, tag: string | undefined, limit: number): unknown[] {
+    return tag === undefined
+      ? this.#statement(all, 'numberTuples').all(from, limit)
+      : this.#statement(byTag, 'numberTuples').all(tag, from, limit);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
@@ -390,8 +452,8 @@ export class SqliteStore implements PlantStore {
     let statement = made.get(text);
     if (!statement) {
       statement = this.#db.prepare(text);
-      statement.setReadBigInts(reads !== 'counts');
-      statement.setReturnArrays(reads === 'tuples');
+      statement.setReadBigInts(reads === 'bigints' || reads === 'tuples');
+      statement.setReturnArrays(reads === 'tuples' || reads === 'numberTuples');
       made.set(text, statement);
     }
     return statement;
