@@ -190,7 +190,13 @@ export class SqliteStore implements PlantStore {
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.#read(() => this.#selectPlant(id));
+    // Tried once at once, outside #read's async retry loop: a get then costs no async function, closure or
+    // clock read (a read fails only in the rare cases #read is for, and then goes through it from the start).
+    try {
+      return Promise.resolve(this.#selectPlant(id));
+    } catch {
+      return this.#read(() => this.#selectPlant(id));
+    }
   }
 
   /**
