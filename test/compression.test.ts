@@ -132,7 +132,7 @@ t.test('over a real socket, a brotli page of over 64 KiB arrives whole and decod
 // process of its own, which can run young-generation GCs on demand (--expose-gc).
 t.test('the service\'s compressors keep nothing of an answer once it is dropped', async (t) => {
   const fixture = join(import.meta.dirname, 'fixtures', 'compressed-answer-memory.mjs');
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', fixture], { env: { ...process.env, NODE_OPTIONS: '' } });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--single-threaded-gc', fixture], { env: { ...process.env, NODE_OPTIONS: '' } });
   const kept = JSON.parse(stdout) as Record<'zlib' | 'service', Record<'gzip' | 'br', number>>;
   for (const encoding of ['gzip', 'br'] as const) {
     t.ok(kept.service[encoding] < 1024, `${encoding}: ${kept.service[encoding]} bytes kept per answer (zlib's own: ${kept.zlib[encoding]})`);
