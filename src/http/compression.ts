@@ -15,8 +15,8 @@ const COMPRESSION_CHUNK_BYTES = 8 * 1024;
 // where the default 11 takes ~34 ms for no smaller a result; gzip 9 costs 4x gzip 6 for the same size.
 // chunkSize: each call allocates one output buffer of this size; 8 KiB holds a compressed page of
 // 1,000 (2-5 KB), where the default 16 KiB only held more memory. A larger answer takes more chunks.
-const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 }, chunkSize: COMPRESSION_CHUNK_BYTES };
-const ZLIB_OPTIONS: ZlibOptions = { level: 6, chunkSize: COMPRESSION_CHUNK_BYTES };
+export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 }, chunkSize: COMPRESSION_CHUNK_BYTES };
+export const ZLIB_OPTIONS: ZlibOptions = { level: 6, chunkSize: COMPRESSION_CHUNK_BYTES };
 
 /**
  * A synchronous compressor that lets go of the compressor object it used. Each of zlib's one-shot

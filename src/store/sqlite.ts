@@ -183,10 +183,8 @@ export class SqliteStore implements PlantStore {
     const from = pageStart(after);
     if (from === undefined) return [];
     if (compactIds) return await this.#read(() => this.#compactPage(from, tag, limit));
-    const rows = await this.#read(() =>
-      tag === undefined ? this.#plantSql(SQL.pageAll).all(from, limit) : this.#plantSql(SQL.pageByTag).all(tag, from, limit),
-    );
-    return (rows as unknown as PlantTuple[]).map(plantFromTuple);
+    const rows = await this.#read(() => this.#pageRows(SQL.pageAll, SQL.pageByTag, 'tuples', from, tag, limit));
+    return (rows as PlantTuple[]).map(plantFromTuple);
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
@@ -211,7 +209,7 @@ export class SqliteStore implements PlantStore {
       if (plants !== undefined) return plants;
       this.#pageIdsFitNumbers = false;
     }
-    const rows = this.#pageRows(SQL.compactPageAll, SQL.compactPageByTag, from, tag, limit) as [number | string, string, string | null][];
+    const rows = this.#pageRows(SQL.compactPageAll, SQL.compactPageByTag, 'numberTuples', from, tag, limit) as [number | string, string, string | null][];
     return rows.map(([id, name, tag]) => plantFromTuple([typeof id === 'string' ? BigInt(id) : id, name, tag]));
   }
 
@@ -224,7 +222,7 @@ export class SqliteStore implements PlantStore {
   #numberPage(from: bigint, tag: string | undefined, limit: number): ListedPlant[] | undefined {
     let rows: (PlantTuple<number> | ListedPlant)[];
     try {
-      rows = this.#pageRows(SQL.pageAll, SQL.pageByTag, from, tag, limit) as PlantTuple<number>[];
+      rows = this.#pageRows(SQL.pageAll, SQL.pageByTag, 'numberTuples', from, tag, limit) as PlantTuple<number>[];
     } catch (error) {
       if ((error as { code?: unknown }).code === 'ERR_OUT_OF_RANGE') return undefined;
       throw error;
@@ -237,10 +235,9 @@ export class SqliteStore implements PlantStore {
     return rows as ListedPlant[];
   }
 
-  #pageRows(all: string, byTag: string, from: bigint, tag: string | undefined, limit: number): unknown[] {
-    return tag === undefined
-      ? this.#statement(all, 'numberTuples').all(from, limit)
-      : this.#statement(byTag, 'numberTuples').all(tag, from, limit);
+  /** A page's rows as arrays, by the query for all plants or the one for a tag, read as `reads` says. */
+  #pageRows(all: string, byTag: string, reads: 'tuples' | 'numberTuples', from: bigint, tag: string | undefined, limit: number): unknown[] {
+    return tag === undefined ? this.#statement(all, reads).all(from, limit) : this.#statement(byTag, reads).all(tag, from, limit);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
