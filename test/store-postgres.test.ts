@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap';
 import pg from 'pg';
 import { migrations } from '../src/store/migrations.ts';
-import { namedStatement, PostgresStore } from '../src/store/postgres.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
 import { StoreUnavailableError } from '../src/store/types.ts';
 import { storeContract } from './store-contract.ts';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
@@ -18,23 +18,6 @@ async function openFresh(t: Test, url?: string): Promise<PostgresStore> {
 
 t.test('postgres', options, async (t) => {
   await storeContract(t, 'postgres', (t) => openFresh(t));
-
-  t.test('a statement config with its fields on its prototype is still prepared under its name, rows as arrays', async (t) => {
-    // The store's configs keep no fields of their own so that pg copies them for little; this pins
-    // that pg still reads the prototype's name, text and row mode (a pg copying own fields only
-    // refuses every such query: checked by patching its cloneQueryConfig).
-    const client = new pg.Client({ connectionString: await freshSchemaUrl() });
-    await client.connect();
-    t.teardown(() => client.end());
-    const statement = namedStatement('plant_store_probe', 'SELECT $1::int8 AS id, $2::text AS name', 'array');
-    t.same(Object.keys(statement), [], 'no own fields');
-    const first = await client.query(statement, ['7', 'fern']);
-    t.same(first.rows, [['7', 'fern']], 'rows as arrays');
-    const again = await client.query(statement, ['8', 'moss']);
-    t.same(again.rows, [['8', 'moss']], 'the same statement runs again with new parameters');
-    const { rows } = await client.query("SELECT statement FROM pg_prepared_statements WHERE name = 'plant_store_probe'");
-    t.equal(rows.length, 1, 'prepared once, under its name, on this connection');
-  });
 
   t.test('instances starting at the same moment migrate once, without failing', async (t) => {
     const url = await freshSchemaUrl();

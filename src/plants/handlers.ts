@@ -36,7 +36,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const { limit = DEFAULT_PAGE_SIZE, tag, cursor } = request.query;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
       // One row more than asked tells whether a next page exists without a count query.
-      const page = await store.listPlants({ after, tag, limit: limit + 1, compactIds: true });
+      const page = await store.listPlants({ after, tag, limit: limit + 1 });
       if (page.length > limit) {
         page.length = limit;
         // Written out: URLSearchParams cost as much as the rest of the handler. Cursors are URL-safe.
@@ -44,15 +44,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
         reply.header('link', `</plants?limit=${limit}${tagParameter}&cursor=${encodeCursor(page.at(-1)!.id)}>; rel="next"`);
       }
       // Records already have the StoredPlant shape; the response schema serializes just its fields.
-      // A compact id (a number within ±(2^53 - 1), exact there) is written as the same JSON integer as
-      // its bigint, for less: hence the cast to the generated type, whose int64 is a bigint.
-      // Emptied once sent: on PostgreSQL a request waits for a connection long enough for its promises
-      // and contexts to reach V8's old generation, and an old object pointing at the young page keeps
-      // it through every scavenge until the next full GC, so each page was promoted whole.
-      reply.raw.once('finish', () => {
-        page.length = 0;
-      });
-      return page as unknown as PlantRecord[];
+      return page;
     },
 
     async getPlant(request, reply) {

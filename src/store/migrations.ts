@@ -1,15 +1,18 @@
-// Versioned schema migrations. Each version exists once per driver; versions only ever append.
+// Versioned schema migrations, applied by sql.ts's migrate. Each version exists once per dialect; versions only ever append.
 import type { PlantContent } from './types.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** The table of applied versions, as every release since the first has made it. */
+export const MIGRATION_TABLE: Record<Dialect, string> = {
+  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
+  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
+};
 
 /** The migration that gives each field of a plant its column, in both drivers: a field added to the spec fails here until one does. */
 export const PLANT_FIELD_MIGRATIONS = { name: 1, tag: 1 } satisfies Record<keyof PlantContent, number>;
 
-export interface Migration {
-  version: number;
-  name: string;
-  sqlite: string;
-  postgres: string;
-}
+export type Migration = { version: number; name: string } & Record<Dialect, string>;
 
 export const migrations: readonly Migration[] = [
   {

@@ -1,4 +1,4 @@
-// The storage interface the handlers see. Drivers (sqlite.ts, postgres.ts) implement it.
+// The storage interface the handlers see. sql.ts implements it over a driver (sqlite.ts, postgres.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
@@ -33,12 +33,6 @@ export interface PageQuery {
   tag?: string;
   limit: number;
 }
-
-/**
- * A listed plant whose id is a number when it is within ±(2^53 - 1), where a number is exact, and a
- * bigint beyond: the response schema writes both as the same JSON integer.
- */
-export type ListedPlant = Omit<PlantRecord, 'id'> & { id: bigint | number };
 
 /** Decides, against the plant as stored right now, whether a conditional write may proceed. */
 export type Precondition = (current: PlantRecord) => boolean;
@@ -141,13 +135,8 @@ export class TokenNameTakenError extends Error {
 export interface PlantStore {
   /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult>;
-  /**
-   * Plants in ascending id order. With `compactIds`, as ListedPlant: ids within ±(2^53 - 1) as numbers,
-   * which the drivers read and the serializer writes for less than BigInts (a page of 100 on SQLite made
-   * 101 BigInts in node:sqlite and wrote each through BigInt#toString: 7% of its instructions).
-   */
-  listPlants(query: PageQuery & { compactIds: true }): Promise<ListedPlant[]>;
-  listPlants(query: PageQuery & { compactIds?: false }): Promise<PlantRecord[]>;
+  /** Plants in ascending id order. */
+  listPlants(query: PageQuery): Promise<PlantRecord[]>;
   getPlant(id: bigint): Promise<PlantRecord | undefined>;
   /** Replaces name and tag; the precondition is checked in the same transaction as the write. */
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite>;

@@ -1,0 +1,472 @@
+// The PlantStore written once, in SQL both databases speak. Every rule lives here: create outcomes,
+// conditional writes, the outbox (payloads and message ids), delivery attempts, tokens, subscriptions,
+// pruning and the migration runner. Each operation is a generator of statements; a Driver (sqlite.ts,
+// postgres.ts) runs it: synchronously inside SQLite's group commit, awaiting each answer on PostgreSQL.
+// A driver adds only what its database does differently (locking, batching, placeholders, faults).
+import { randomUUID } from 'node:crypto';
+import { MIGRATION_TABLE, migrations, type Dialect } from './migrations.ts';
+import { outboxTrace } from './outbox-trace.ts';
+import {
+  eventPayload,
+  pageStart,
+  plantWith,
+  samePlant,
+  TokenNameTakenError,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type ConditionalWrite,
+  type CreateResult,
+  type Delivery,
+  type EveryPlantField,
+  type NewSubscription,
+  type NewTokenRecord,
+  type PageQuery,
+  type PlantContent,
+  type PlantRecord,
+  type PlantStore,
+  type Precondition,
+  type Subscription,
+  type TokenRecord,
+  type WebhookEvent,
+} from './types.ts';
+
+/** One step for a driver: a statement's rows (`all`), its count of changed rows (`run`), a DDL script (`exec`), or whether an event has subscribers. */
+export type Statement = { kind: 'all' | 'run' | 'exec'; sql: string; params: unknown[] } | { kind: 'wanted'; event: WebhookEvent };
+/** A unit of work: each `yield` hands the driver a statement and receives its answer. */
+export type Steps<T> = Generator<Statement, T, unknown>;
+
+/**
+ * What a write may change, so that a driver knows what it must make atomic: `statement`, at most one row
+ * set in one statement (undone by its own failure); `transaction`, several; an event, one plant change
+ * plus that event's outbox rows (atomic only when the event has subscribers).
+ */
+export type WriteScope = 'statement' | 'transaction' | WebhookEvent;
+
+/** How a database spells what SQL leaves open. */
+export interface Spelling {
+  dialect: Dialect;
+  /** Appended to a select that must hold the rows it read until the transaction ends. */
+  forUpdate: string;
+  /** Appended to the select of due deliveries: instances claiming together take disjoint rows. */
+  skipLocked: string;
+  /** A statement serializing first-token creation, where the write lock does not already. */
+  firstTokenLock?: string;
+}
+
+export interface Driver {
+  readonly spelling: Spelling;
+  /** Runs reads; each statement sees what is committed. */
+  read<T>(work: () => Steps<T>): Promise<T>;
+  write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T>;
+  /** Writes creates issued together in one statement; `alone` creates one plant by the shared rule. */
+  createPlant?(plant: PlantRecord, origin: EventOrigin, alone: () => Promise<CreateResult>): Promise<CreateResult>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Read as a call begins, so that batching moves neither: the event's key (its message ids) and the caller's trace. */
+export interface EventOrigin {
+  key: string;
+  traceparent: string | null;
+}
+
+export function* all<Row = Record<string, unknown>>(sql: string, ...params: unknown[]): Steps<Row[]> {
+  return (yield { kind: 'all', sql, params }) as Row[];
+}
+
+export function* run(sql: string, ...params: unknown[]): Steps<number> {
+  return Number(yield { kind: 'run', sql, params });
+}
+
+function* exec(sql: string): Steps<void> {
+  yield { kind: 'exec', sql, params: [] };
+}
+
+/** Applies pending migrations; the driver runs it in one transaction that instances starting together take in turns. */
+export function* migrate(dialect: Dialect): Steps<void> {
+  yield* exec(MIGRATION_TABLE[dialect]);
+  const [row] = yield* all<{ version: number | bigint | null }>('SELECT max(version) AS version FROM schema_migrations');
+  const current = Number(row?.version ?? 0);
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
+  for (const migration of migrations.filter((m) => m.version > current)) {
+    yield* exec(migration[dialect]);
+    yield* run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', migration.version, migration.name, new Date().toISOString());
+  }
+}
+
+// The plant statements carry each of these fields; a field added to Plant in openapi.yaml fails here until they do.
+const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
+const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
+const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
+const DELIVERY_COLUMNS = 'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
+const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
+// Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
+const PAGE = 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)';
+const PAGE_BY_TAG = 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)';
+
+/** The subscriptions (`s`) that want the event whose `% event %` pattern is `pattern`. */
+export function wanting(pattern: string): string {
+  return `s.disabled_at IS NULL AND (' ' || s.events || ' ') LIKE ${pattern}`;
+}
+
+export function eventPattern(event: WebhookEvent): string {
+  return `% ${event} %`;
+}
+
+/**
+ * The outbox rows of an event, one per subscription that wants it. A message id is `msg_`, the event's
+ * key (32 hex digits, one per event) and the subscription's id: the same on every attempt and instance.
+ */
+export function outboxInsert(from: string, key: string, event: string, payload: string, at: string, traceparent: string, pattern: string): string {
+  return `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
+    SELECT 'msg_' || ${key} || '_' || s.id, s.id, ${event}, ${payload}, ${at}, 'pending', ${at}, ${traceparent}
+      FROM ${from} WHERE ${wanting(pattern)}`;
+}
+
+const EMIT = outboxInsert('webhook_subscriptions s', '?', '?', '?', '?', '?', '?');
+
+function newOrigin(): EventOrigin {
+  return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace() };
+}
+
+/** Writes the event's outbox rows; answers whether there were any. */
+function* emit(event: WebhookEvent, plant: PlantRecord, origin: EventOrigin): Steps<boolean> {
+  if (!(yield { kind: 'wanted', event })) return false;
+  const at = new Date().toISOString();
+  return (yield* run(EMIT, origin.key, event, eventPayload(plant), at, at, origin.traceparent, eventPattern(event))) > 0;
+}
+
+/** The outcome of a create that found `stored` at its id. */
+export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
+  return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
+}
+
+function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
+  for (;;) {
+    if ((yield* run('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING', plant.id, plant.name, plant.tag ?? null)) === 1) {
+      return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
+    }
+    // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
+    const [stored] = yield* plantsWhere('id = ?', plant.id);
+    if (stored) return judged(plant, stored);
+  }
+}
+
+export function* plantsWhere(condition: string, ...params: unknown[]): Steps<PlantRecord[]> {
+  return (yield* all<PlantRow>(`SELECT id, name, tag FROM plants WHERE ${condition}`, ...params)).map(toPlant);
+}
+
+type Time = string | Date;
+type Int = number | bigint;
+interface PlantRow { id: bigint; name: string; tag: string | null }
+
+export function toPlant({ id, name, tag }: PlantRow): PlantRecord {
+  return tag === null ? { id, name } : { id, name, tag };
+}
+
+function iso(time: Time): string {
+  return typeof time === 'string' ? time : time.toISOString();
+}
+
+function toToken(row: Record<string, unknown> & { id: Int; name: string; hint: string; scopes: string; created_at: Time }): TokenRecord {
+  return {
+    id: Number(row.id),
+    name: row.name,
+    hint: row.hint,
+    scopes: row.scopes.split(' '),
+    createdAt: iso(row.created_at),
+    ...(row.last_used_at != null && { lastUsedAt: iso(row.last_used_at as Time) }),
+    ...(row.expires_at != null && { expiresAt: iso(row.expires_at as Time) }),
+    ...(row.revoked_at != null && { revokedAt: iso(row.revoked_at as Time) }),
+  };
+}
+
+function toSubscription(row: { id: bigint; url: string; events: string; created_at: Time; disabled_at: Time | null; disabled_reason: string | null }): Subscription {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events.split(' ') as WebhookEvent[],
+    createdAt: iso(row.created_at),
+    ...(row.disabled_at !== null && { disabledAt: iso(row.disabled_at) }),
+    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+  };
+}
+
+interface DeliveryRow {
+  message_id: string;
+  event: WebhookEvent;
+  status: Delivery['status'];
+  attempts: Int;
+  created_at: Time;
+  last_attempt_at: Time | null;
+  last_response_status: Int | null;
+  last_error: string | null;
+  next_attempt_at: Time | null;
+}
+
+function toDelivery(row: DeliveryRow): Delivery {
+  return {
+    messageId: row.message_id,
+    event: row.event,
+    status: row.status,
+    attempts: Number(row.attempts),
+    createdAt: iso(row.created_at),
+    ...(row.last_attempt_at !== null && { lastAttemptAt: iso(row.last_attempt_at) }),
+    ...(row.last_response_status !== null && { lastResponseStatus: Number(row.last_response_status) }),
+    ...(row.last_error !== null && { lastError: row.last_error }),
+    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: iso(row.next_attempt_at) }),
+  };
+}
+
+interface ClaimedRow {
+  id: bigint;
+  message_id: string;
+  event: WebhookEvent;
+  payload: string;
+  attempts: Int;
+  subscription_id: bigint;
+  traceparent: string | null;
+  next_attempt_at: Time;
+}
+
+function byDueTime(a: ClaimedRow, b: ClaimedRow): number {
+  const delta = new Date(a.next_attempt_at).getTime() - new Date(b.next_attempt_at).getTime();
+  return delta !== 0 ? delta : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
+  const [row] = yield* all<Parameters<typeof toToken>[0]>(
+    `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
+    token.name,
+    token.hash,
+    token.hint,
+    (token.scopes ?? ['*']).join(' '),
+    token.expiresAt ?? null,
+    new Date().toISOString(),
+  );
+  if (!row) throw new TokenNameTakenError(token.name);
+  return toToken(row);
+}
+
+export class SqlStore implements PlantStore {
+  readonly #driver: Driver;
+
+  constructor(driver: Driver) {
+    this.#driver = driver;
+  }
+
+  createPlant(plant: PlantRecord): Promise<CreateResult> {
+    const origin = newOrigin();
+    const alone = () => this.#driver.write(() => createOne(plant, origin), 'plant.created');
+    return this.#driver.createPlant ? this.#driver.createPlant(plant, origin, alone) : alone();
+  }
+
+  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+    // An inclusive bound, so that "from the very first id" needs no value below int64.
+    const from = pageStart(after);
+    if (from === undefined) return [];
+    const rows = await this.#driver.read(() => (tag === undefined ? all<PlantRow>(PAGE, from, limit) : all<PlantRow>(PAGE_BY_TAG, tag, from, limit)));
+    return rows.map(toPlant);
+  }
+
+  async getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    return (await this.#driver.read(() => plantsWhere('id = ?', id)))[0];
+  }
+
+  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#conditionally('plant.replaced', id, precondition, function* () {
+      yield* run('UPDATE plants SET name = ?, tag = ? WHERE id = ?', content.name, content.tag ?? null, id);
+      return plantWith(id, content);
+    });
+  }
+
+  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#conditionally('plant.deleted', id, precondition, function* (current) {
+      yield* run('DELETE FROM plants WHERE id = ?', id);
+      return current;
+    });
+  }
+
+  async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
+    const [row] = await this.#driver.read(() => all<Parameters<typeof toToken>[0]>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`, hash));
+    return row && toToken(row);
+  }
+
+  createFirstToken(token: NewTokenRecord): Promise<boolean> {
+    const lock = this.#driver.spelling.firstTokenLock;
+    return this.#driver.write(function* () {
+      // Two instances starting on an empty database must not both create a first token.
+      if (lock !== undefined) yield* all(lock);
+      if ((yield* all('SELECT 1 AS one FROM api_tokens LIMIT 1')).length > 0) return false;
+      yield* insertToken(token);
+      return true;
+    }, 'transaction');
+  }
+
+  createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    return this.#driver.write(() => insertToken(token), 'statement');
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    const rows = await this.#driver.read(() => all<Parameters<typeof toToken>[0]>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`));
+    return rows.map(toToken);
+  }
+
+  async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
+    const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
+    const [row] = await this.#driver.write(
+      () =>
+        all<Parameters<typeof toToken>[0]>(
+          `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN_COLUMNS}`,
+          new Date().toISOString(),
+          nameOrId,
+        ),
+      'statement',
+    );
+    return row && toToken(row);
+  }
+
+  recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
+    return this.#driver.write(function* () {
+      for (const [id, at] of uses) yield* run('UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)', at, id, at);
+    }, 'transaction');
+  }
+
+  async createSubscription({ url, events, secret }: NewSubscription): Promise<Subscription> {
+    const [row] = await this.#driver.write(
+      () =>
+        all<Parameters<typeof toSubscription>[0]>(
+          `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
+          url,
+          events.join(' '),
+          secret,
+          new Date().toISOString(),
+        ),
+      'statement',
+    );
+    return toSubscription(row!);
+  }
+
+  async listSubscriptions(): Promise<Subscription[]> {
+    const rows = await this.#driver.read(() => all<Parameters<typeof toSubscription>[0]>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`));
+    return rows.map(toSubscription);
+  }
+
+  deleteSubscription(id: bigint): Promise<boolean> {
+    return this.#driver.write(function* () {
+      yield* run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);
+      return (yield* run('DELETE FROM webhook_subscriptions WHERE id = ?', id)) === 1;
+    }, 'transaction');
+  }
+
+  async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
+    const rows = await this.#driver.read(function* () {
+      if ((yield* all('SELECT 1 AS one FROM webhook_subscriptions WHERE id = ?', subscriptionId)).length === 0) return undefined;
+      return yield* all<DeliveryRow>(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT CAST(? AS INTEGER)`,
+        subscriptionId,
+        limit,
+      );
+    });
+    return rows?.map(toDelivery);
+  }
+
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+    const at = now.toISOString();
+    // A plain read first: an idle dispatcher's polls must not cost a write transaction each.
+    if ((await this.#driver.read(() => all(`SELECT 1 AS due FROM webhook_deliveries WHERE ${DUE} LIMIT 1`, at, at))).length === 0) return [];
+    const until = new Date(now.getTime() + leaseMs).toISOString();
+    const { skipLocked } = this.#driver.spelling;
+    return this.#driver.write(function* () {
+      const claimed = yield* all<ClaimedRow>(
+        `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
+           SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked})
+         RETURNING id, message_id, event, payload, attempts, subscription_id, traceparent, next_attempt_at`,
+        until,
+        at,
+        at,
+        limit,
+      );
+      const targets = new Map<bigint, { url: string; secret: string } | undefined>();
+      for (const { subscription_id: id } of claimed) {
+        if (!targets.has(id)) targets.set(id, (yield* all<{ url: string; secret: string }>('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id))[0]);
+      }
+      // A delivery whose subscription was deleted meanwhile went with it.
+      return claimed.sort(byDueTime).flatMap((row): ClaimedDelivery[] => {
+        const target = targets.get(row.subscription_id);
+        if (!target) return [];
+        const { id, message_id: messageId, event, payload, attempts, subscription_id: subscriptionId, traceparent } = row;
+        return [{ id, messageId, event, payload, attempts: Number(attempts), url: target.url, secret: target.secret, subscriptionId, ...(traceparent !== null && { traceparent }) }];
+      });
+    }, 'statement');
+  }
+
+  recordAttempt(outcome: AttemptOutcome): Promise<void> {
+    return this.#driver.write(function* () {
+      // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
+      const [row] = yield* all<{ subscription_id: bigint }>(
+        `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
+           last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`,
+        outcome.result === 'retry' ? 'pending' : outcome.result,
+        outcome.at,
+        outcome.responseStatus ?? null,
+        outcome.result === 'delivered' ? null : (outcome.error ?? null),
+        outcome.result === 'retry' ? outcome.nextAttemptAt : null,
+        outcome.id,
+      );
+      if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
+      yield* run('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?', outcome.at, outcome.disableSubscription, row.subscription_id);
+      yield* run(
+        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
+           last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
+        outcome.at,
+        row.subscription_id,
+      );
+    }, 'transaction');
+  }
+
+  async countPendingDeliveries(): Promise<number> {
+    const [row] = await this.#driver.read(() => all<{ pending: Int }>("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'"));
+    return Number(row!.pending);
+  }
+
+  pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
+    return this.#driver.write(
+      () =>
+        run(
+          "DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)",
+          deliveredBefore.toISOString(),
+          failedBefore.toISOString(),
+        ),
+      'statement',
+    );
+  }
+
+  ping(): Promise<void> {
+    return this.#driver.ping();
+  }
+
+  close(): Promise<void> {
+    return this.#driver.close();
+  }
+
+  /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
+  #conditionally(
+    event: WebhookEvent,
+    id: bigint,
+    precondition: Precondition | undefined,
+    change: (current: PlantRecord) => Steps<PlantRecord>,
+  ): Promise<ConditionalWrite> {
+    const origin = newOrigin();
+    const { forUpdate } = this.#driver.spelling;
+    return this.#driver.write(function* (): Steps<ConditionalWrite> {
+      const [current] = yield* plantsWhere(`id = ?${forUpdate}`, id);
+      if (!current) return { outcome: 'missing' };
+      if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
+      const plant = yield* change(current);
+      return { outcome: 'done', plant, eventWritten: yield* emit(event, plant, origin) };
+    }, event);
+  }
+}
