@@ -5,21 +5,8 @@
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import {
-  all,
-  eventPattern,
-  judged,
-  migrate,
-  outboxInsert,
-  plantsWhere,
-  SqlStore,
-  type Driver,
-  type EventOrigin,
-  type Spelling,
-  type Statement,
-  type Steps,
-  type WriteScope,
-} from './sql.ts';
+import { all, eventPattern, judged, migrate, outboxInsert, plantsWhere, SqlStore, type Driver, type EventOrigin, type Spelling, type Statement,
+  type Steps, type WriteScope } from './sql.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type EveryPlantField, type PlantRecord } from './types.ts';
 
 export interface PostgresOptions {

@@ -4,31 +4,11 @@
 // postgres.ts) runs it: synchronously inside SQLite's group commit, awaiting each answer on PostgreSQL.
 // A driver adds only what its database does differently (locking, batching, placeholders, faults).
 import { randomUUID } from 'node:crypto';
-import { MIGRATION_TABLE, migrations, type Dialect } from './migrations.ts';
+import { MIGRATION_TABLE, migrations, spelled, type Dialect } from './migrations.ts';
 import { outboxTrace } from './outbox-trace.ts';
-import {
-  eventPayload,
-  pageStart,
-  plantWith,
-  samePlant,
-  TokenNameTakenError,
-  type AttemptOutcome,
-  type ClaimedDelivery,
-  type ConditionalWrite,
-  type CreateResult,
-  type Delivery,
-  type EveryPlantField,
-  type NewSubscription,
-  type NewTokenRecord,
-  type PageQuery,
-  type PlantContent,
-  type PlantRecord,
-  type PlantStore,
-  type Precondition,
-  type Subscription,
-  type TokenRecord,
-  type WebhookEvent,
-} from './types.ts';
+import { eventPayload, pageStart, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
+  type CreateResult, type Delivery, type EveryPlantField, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
+  type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent } from './types.ts';
 
 /** One step for a driver: a statement's rows (`all`), its count of changed rows (`run`), a DDL script (`exec`), or whether an event has subscribers. */
 export type Statement = { kind: 'all' | 'run' | 'exec'; sql: string; params: unknown[] } | { kind: 'wanted'; event: WebhookEvent };
@@ -90,20 +70,23 @@ export function* migrate(dialect: Dialect): Steps<void> {
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
   for (const migration of migrations.filter((m) => m.version > current)) {
-    yield* exec(migration[dialect]);
+    yield* exec(spelled(migration, dialect));
     yield* run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', migration.version, migration.name, new Date().toISOString());
   }
 }
 
 // The plant statements carry each of these fields; a field added to Plant in openapi.yaml fails here until they do.
 const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
-const TOKEN_COLUMNS = 'id, name, hint, scopes, created_at, last_used_at, expires_at, revoked_at';
-const SUBSCRIPTION_COLUMNS = 'id, url, events, created_at, disabled_at, disabled_reason';
-const DELIVERY_COLUMNS = 'message_id, event, status, attempts, created_at, last_attempt_at, last_response_status, last_error, next_attempt_at';
+// Records' names come as aliases (quoted: both databases keep their case), read by `record`.
+const TOKEN = 'id, name, hint, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"';
+const SUBSCRIPTION = 'id, url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason"';
+const DELIVERY = `message_id AS "messageId", event, status, attempts, created_at AS "createdAt", last_attempt_at AS "lastAttemptAt",
+  last_response_status AS "lastResponseStatus", last_error AS "lastError", CASE WHEN status = 'pending' THEN next_attempt_at END AS "nextAttemptAt"`;
+const CLAIMED = 'id, message_id AS "messageId", event, payload, attempts, subscription_id AS "subscriptionId", traceparent, next_attempt_at AS due';
 const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
-const PAGE = 'SELECT id, name, tag FROM plants WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)';
-const PAGE_BY_TAG = 'SELECT id, name, tag FROM plants WHERE tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)';
+const PAGE = 'id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)';
+const PAGE_BY_TAG = 'tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)';
 
 /** The subscriptions (`s`) that want the event whose `% event %` pattern is `pattern`. */
 export function wanting(pattern: string): string {
@@ -120,8 +103,7 @@ export function eventPattern(event: WebhookEvent): string {
  */
 export function outboxInsert(from: string, key: string, event: string, payload: string, at: string, traceparent: string, pattern: string): string {
   return `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
-    SELECT 'msg_' || ${key} || '_' || s.id, s.id, ${event}, ${payload}, ${at}, 'pending', ${at}, ${traceparent}
-      FROM ${from} WHERE ${wanting(pattern)}`;
+    SELECT 'msg_' || ${key} || '_' || s.id, s.id, ${event}, ${payload}, ${at}, 'pending', ${at}, ${traceparent} FROM ${from} WHERE ${wanting(pattern)}`;
 }
 
 const EMIT = outboxInsert('webhook_subscriptions s', '?', '?', '?', '?', '?', '?');
@@ -153,98 +135,39 @@ function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult
   }
 }
 
+/** Plants as records: no tag key for a null tag. */
 export function* plantsWhere(condition: string, ...params: unknown[]): Steps<PlantRecord[]> {
-  return (yield* all<PlantRow>(`SELECT id, name, tag FROM plants WHERE ${condition}`, ...params)).map(toPlant);
+  const rows = yield* all<{ id: bigint; name: string; tag: string | null }>(`SELECT id, name, tag FROM plants WHERE ${condition}`, ...params);
+  return rows.map(({ id, name, tag }) => (tag === null ? { id, name } : { id, name, tag }));
 }
 
-type Time = string | Date;
-type Int = number | bigint;
-interface PlantRow { id: bigint; name: string; tag: string | null }
+type Row = Record<string, unknown>;
+// Integer columns read as BigInt (exact int64 ids) that records hold as numbers.
+const COUNTS = new Set(['attempts', 'lastResponseStatus']);
 
-export function toPlant({ id, name, tag }: PlantRow): PlantRecord {
-  return tag === null ? { id, name } : { id, name, tag };
+/** A row as a record: no key for a null, times as ISO 8601 text (PostgreSQL reads Dates), counts as numbers. */
+function record<T>(row: Row): T {
+  const fields: Row = {};
+  for (const [name, value] of Object.entries(row)) {
+    if (value !== null) fields[name] = value instanceof Date ? value.toISOString() : COUNTS.has(name) ? Number(value) : value;
+  }
+  return fields as T;
 }
 
-function iso(time: Time): string {
-  return typeof time === 'string' ? time : time.toISOString();
+function toToken(row: Row): TokenRecord {
+  const token = record<TokenRecord & { scopes: string }>(row);
+  return { ...token, id: Number(token.id), scopes: token.scopes.split(' ') };
 }
 
-function toToken(row: Record<string, unknown> & { id: Int; name: string; hint: string; scopes: string; created_at: Time }): TokenRecord {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    hint: row.hint,
-    scopes: row.scopes.split(' '),
-    createdAt: iso(row.created_at),
-    ...(row.last_used_at != null && { lastUsedAt: iso(row.last_used_at as Time) }),
-    ...(row.expires_at != null && { expiresAt: iso(row.expires_at as Time) }),
-    ...(row.revoked_at != null && { revokedAt: iso(row.revoked_at as Time) }),
-  };
-}
-
-function toSubscription(row: { id: bigint; url: string; events: string; created_at: Time; disabled_at: Time | null; disabled_reason: string | null }): Subscription {
-  return {
-    id: row.id,
-    url: row.url,
-    events: row.events.split(' ') as WebhookEvent[],
-    createdAt: iso(row.created_at),
-    ...(row.disabled_at !== null && { disabledAt: iso(row.disabled_at) }),
-    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
-  };
-}
-
-interface DeliveryRow {
-  message_id: string;
-  event: WebhookEvent;
-  status: Delivery['status'];
-  attempts: Int;
-  created_at: Time;
-  last_attempt_at: Time | null;
-  last_response_status: Int | null;
-  last_error: string | null;
-  next_attempt_at: Time | null;
-}
-
-function toDelivery(row: DeliveryRow): Delivery {
-  return {
-    messageId: row.message_id,
-    event: row.event,
-    status: row.status,
-    attempts: Number(row.attempts),
-    createdAt: iso(row.created_at),
-    ...(row.last_attempt_at !== null && { lastAttemptAt: iso(row.last_attempt_at) }),
-    ...(row.last_response_status !== null && { lastResponseStatus: Number(row.last_response_status) }),
-    ...(row.last_error !== null && { lastError: row.last_error }),
-    ...(row.next_attempt_at !== null && row.status === 'pending' && { nextAttemptAt: iso(row.next_attempt_at) }),
-  };
-}
-
-interface ClaimedRow {
-  id: bigint;
-  message_id: string;
-  event: WebhookEvent;
-  payload: string;
-  attempts: Int;
-  subscription_id: bigint;
-  traceparent: string | null;
-  next_attempt_at: Time;
-}
-
-function byDueTime(a: ClaimedRow, b: ClaimedRow): number {
-  const delta = new Date(a.next_attempt_at).getTime() - new Date(b.next_attempt_at).getTime();
-  return delta !== 0 ? delta : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+function toSubscription(row: Row): Subscription {
+  const subscription = record<Subscription & { events: string }>(row);
+  return { ...subscription, events: subscription.events.split(' ') as WebhookEvent[] };
 }
 
 function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
-  const [row] = yield* all<Parameters<typeof toToken>[0]>(
-    `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN_COLUMNS}`,
-    token.name,
-    token.hash,
-    token.hint,
-    (token.scopes ?? ['*']).join(' '),
-    token.expiresAt ?? null,
-    new Date().toISOString(),
+  const [row] = yield* all(
+    `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`,
+    ...[token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString()],
   );
   if (!row) throw new TokenNameTakenError(token.name);
   return toToken(row);
@@ -267,8 +190,7 @@ export class SqlStore implements PlantStore {
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return [];
-    const rows = await this.#driver.read(() => (tag === undefined ? all<PlantRow>(PAGE, from, limit) : all<PlantRow>(PAGE_BY_TAG, tag, from, limit)));
-    return rows.map(toPlant);
+    return this.#driver.read(() => (tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit)));
   }
 
   async getPlant(id: bigint): Promise<PlantRecord | undefined> {
@@ -290,7 +212,7 @@ export class SqlStore implements PlantStore {
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await this.#driver.read(() => all<Parameters<typeof toToken>[0]>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?`, hash));
+    const [row] = await this.#driver.read(() => all(`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`, hash));
     return row && toToken(row);
   }
 
@@ -310,21 +232,14 @@ export class SqlStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = await this.#driver.read(() => all<Parameters<typeof toToken>[0]>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens ORDER BY id`));
+    const rows = await this.#driver.read(() => all(`SELECT ${TOKEN} FROM api_tokens ORDER BY id`));
     return rows.map(toToken);
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
     const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
-    const [row] = await this.#driver.write(
-      () =>
-        all<Parameters<typeof toToken>[0]>(
-          `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN_COLUMNS}`,
-          new Date().toISOString(),
-          nameOrId,
-        ),
-      'statement',
-    );
+    const revoke = `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN}`;
+    const [row] = await this.#driver.write(() => all(revoke, new Date().toISOString(), nameOrId), 'statement');
     return row && toToken(row);
   }
 
@@ -335,22 +250,13 @@ export class SqlStore implements PlantStore {
   }
 
   async createSubscription({ url, events, secret }: NewSubscription): Promise<Subscription> {
-    const [row] = await this.#driver.write(
-      () =>
-        all<Parameters<typeof toSubscription>[0]>(
-          `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION_COLUMNS}`,
-          url,
-          events.join(' '),
-          secret,
-          new Date().toISOString(),
-        ),
-      'statement',
-    );
+    const insert = `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION}`;
+    const [row] = await this.#driver.write(() => all(insert, url, events.join(' '), secret, new Date().toISOString()), 'statement');
     return toSubscription(row!);
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = await this.#driver.read(() => all<Parameters<typeof toSubscription>[0]>(`SELECT ${SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions ORDER BY id`));
+    const rows = await this.#driver.read(() => all(`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions ORDER BY id`));
     return rows.map(toSubscription);
   }
 
@@ -364,13 +270,9 @@ export class SqlStore implements PlantStore {
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
     const rows = await this.#driver.read(function* () {
       if ((yield* all('SELECT 1 AS one FROM webhook_subscriptions WHERE id = ?', subscriptionId)).length === 0) return undefined;
-      return yield* all<DeliveryRow>(
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT CAST(? AS INTEGER)`,
-        subscriptionId,
-        limit,
-      );
+      return yield* all(`SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT CAST(? AS INTEGER)`, subscriptionId, limit);
     });
-    return rows?.map(toDelivery);
+    return rows?.map((row) => record<Delivery>(row));
   }
 
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
@@ -380,25 +282,18 @@ export class SqlStore implements PlantStore {
     const until = new Date(now.getTime() + leaseMs).toISOString();
     const { skipLocked } = this.#driver.spelling;
     return this.#driver.write(function* () {
-      const claimed = yield* all<ClaimedRow>(
-        `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
-           SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked})
-         RETURNING id, message_id, event, payload, attempts, subscription_id, traceparent, next_attempt_at`,
-        until,
-        at,
-        at,
-        limit,
-      );
+      const claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
+        SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked}) RETURNING ${CLAIMED}`;
+      const rows = (yield* all(claim, until, at, at, limit)).map((row) => record<ClaimedDelivery & { due: string }>(row));
       const targets = new Map<bigint, { url: string; secret: string } | undefined>();
-      for (const { subscription_id: id } of claimed) {
+      for (const { subscriptionId: id } of rows) {
         if (!targets.has(id)) targets.set(id, (yield* all<{ url: string; secret: string }>('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id))[0]);
       }
-      // A delivery whose subscription was deleted meanwhile went with it.
-      return claimed.sort(byDueTime).flatMap((row): ClaimedDelivery[] => {
-        const target = targets.get(row.subscription_id);
-        if (!target) return [];
-        const { id, message_id: messageId, event, payload, attempts, subscription_id: subscriptionId, traceparent } = row;
-        return [{ id, messageId, event, payload, attempts: Number(attempts), url: target.url, secret: target.secret, subscriptionId, ...(traceparent !== null && { traceparent }) }];
+      // In due order; a delivery whose subscription was deleted meanwhile went with it.
+      rows.sort((a, b) => (a.due !== b.due ? (a.due < b.due ? -1 : 1) : a.id < b.id ? -1 : 1));
+      return rows.flatMap(({ due, ...delivery }) => {
+        const target = targets.get(delivery.subscriptionId);
+        return target ? [{ ...delivery, ...target }] : [];
       });
     }, 'statement');
   }
@@ -409,39 +304,25 @@ export class SqlStore implements PlantStore {
       const [row] = yield* all<{ subscription_id: bigint }>(
         `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
            last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`,
-        outcome.result === 'retry' ? 'pending' : outcome.result,
-        outcome.at,
-        outcome.responseStatus ?? null,
-        outcome.result === 'delivered' ? null : (outcome.error ?? null),
-        outcome.result === 'retry' ? outcome.nextAttemptAt : null,
-        outcome.id,
+        ...[outcome.result === 'retry' ? 'pending' : outcome.result, outcome.at, outcome.responseStatus ?? null],
+        ...[outcome.result === 'delivered' ? null : (outcome.error ?? null), outcome.result === 'retry' ? outcome.nextAttemptAt : null, outcome.id],
       );
       if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
       yield* run('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?', outcome.at, outcome.disableSubscription, row.subscription_id);
-      yield* run(
-        `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
-           last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`,
-        outcome.at,
-        row.subscription_id,
-      );
+      const failRest = `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
+        last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`;
+      yield* run(failRest, outcome.at, row.subscription_id);
     }, 'transaction');
   }
 
   async countPendingDeliveries(): Promise<number> {
-    const [row] = await this.#driver.read(() => all<{ pending: Int }>("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'"));
+    const [row] = await this.#driver.read(() => all<{ pending: bigint | number }>("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'"));
     return Number(row!.pending);
   }
 
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
-    return this.#driver.write(
-      () =>
-        run(
-          "DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)",
-          deliveredBefore.toISOString(),
-          failedBefore.toISOString(),
-        ),
-      'statement',
-    );
+    const prune = "DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)";
+    return this.#driver.write(() => run(prune, deliveredBefore.toISOString(), failedBefore.toISOString()), 'statement');
   }
 
   ping(): Promise<void> {
@@ -453,12 +334,7 @@ export class SqlStore implements PlantStore {
   }
 
   /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
-  #conditionally(
-    event: WebhookEvent,
-    id: bigint,
-    precondition: Precondition | undefined,
-    change: (current: PlantRecord) => Steps<PlantRecord>,
-  ): Promise<ConditionalWrite> {
+  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => Steps<PlantRecord>): Promise<ConditionalWrite> {
     const origin = newOrigin();
     const { forUpdate } = this.#driver.spelling;
     return this.#driver.write(function* (): Steps<ConditionalWrite> {
