@@ -5,7 +5,7 @@
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { all, eventPattern, judged, migrate, outboxInsert, plantsWhere, SqlStore, type Driver, type EventOrigin, type Spelling, type Statement,
+import { all, judged, migrate, outboxInsert, plantsWhere, SqlStore, type Driver, type EventOrigin, type Spelling, type Statement,
   type Steps, type WriteScope } from './sql.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type EveryPlantField, type PlantRecord } from './types.ts';
 
@@ -37,7 +37,7 @@ const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
 const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
 const MIGRATION_LOCK = 7_240_318_001;
-const FIRST_TOKEN_LOCK = 7_240_318_002;
+const FIRST_TOKEN_LOCK = 'SELECT pg_advisory_xact_lock(7240318002)';
 const INT8_OID = 20;
 
 // The batch statement carries each of these fields; a field added to Plant in openapi.yaml fails here until it does.
@@ -51,7 +51,7 @@ const CREATE_PLANTS = `WITH input AS (
   created AS (
     INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
   events AS (
-    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'input.key', "'plant.created'", 'input.payload', '$7::timestamptz', 'input.traceparent', `'${eventPattern('plant.created')}'`)}
+    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', '$7::timestamptz', 'input.traceparent')}
     RETURNING 1)
   SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 
@@ -68,12 +68,7 @@ export class PostgresStore extends SqlStore {
 }
 
 class PostgresDriver implements Driver {
-  readonly spelling: Spelling = {
-    dialect: 'postgres',
-    forUpdate: ' FOR UPDATE',
-    skipLocked: ' FOR UPDATE SKIP LOCKED',
-    firstTokenLock: `SELECT pg_advisory_xact_lock(${FIRST_TOKEN_LOCK})`,
-  };
+  readonly spelling: Spelling = { dialect: 'postgres', forUpdate: ' FOR UPDATE', skipLocked: ' FOR UPDATE SKIP LOCKED', firstTokenLock: FIRST_TOKEN_LOCK };
   readonly #pool: pg.Pool;
   #closed = false;
   /** How many operations are under way; close() lets them finish before ending the pool. */
@@ -225,8 +220,9 @@ class PostgresDriver implements Driver {
     if (statement.kind === 'wanted') return true;
     try {
       if (statement.kind === 'exec') return await on.query(statement.sql);
-      const { rows, rowCount } = await on.query(this.#placeholders(statement.sql), statement.params);
-      return statement.kind === 'all' ? rows : (rowCount ?? 0);
+      const text = this.#placeholders(statement.sql);
+      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values: statement.params, rowMode: 'array' }) : on.query(text, statement.params));
+      return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
       throw unavailableOr(error);
     }

@@ -6,12 +6,16 @@
 import { randomUUID } from 'node:crypto';
 import { MIGRATION_TABLE, migrations, spelled, type Dialect } from './migrations.ts';
 import { outboxTrace } from './outbox-trace.ts';
-import { eventPayload, pageStart, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
+import { eventPayload, pageStart, WEBHOOK_EVENTS, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
   type CreateResult, type Delivery, type EveryPlantField, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
   type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent } from './types.ts';
 
-/** One step for a driver: a statement's rows (`all`), its count of changed rows (`run`), a DDL script (`exec`), or whether an event has subscribers. */
-export type Statement = { kind: 'all' | 'run' | 'exec'; sql: string; params: unknown[] } | { kind: 'wanted'; event: WebhookEvent };
+/**
+ * One step for a driver: a statement's rows as objects (`all`) or as arrays of column values (`tuples`,
+ * which both drivers build for less), its count of changed rows (`run`), a DDL script (`exec`), or
+ * whether an event has subscribers (`wanted`).
+ */
+export type Statement = { kind: 'all' | 'tuples' | 'run' | 'exec'; sql: string; params: unknown[] } | { kind: 'wanted'; event: WebhookEvent };
 /** A unit of work: each `yield` hands the driver a statement and receives its answer. */
 export type Steps<T> = Generator<Statement, T, unknown>;
 
@@ -88,25 +92,21 @@ const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS N
 const PAGE = 'id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)';
 const PAGE_BY_TAG = 'tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)';
 
-/** The subscriptions (`s`) that want the event whose `% event %` pattern is `pattern`. */
-export function wanting(pattern: string): string {
-  return `s.disabled_at IS NULL AND (' ' || s.events || ' ') LIKE ${pattern}`;
-}
-
-export function eventPattern(event: WebhookEvent): string {
-  return `% ${event} %`;
+/** The subscriptions (`s`) that want the event. Its name is written into the SQL: SQLite re-prepares a statement whose LIKE pattern is bound. */
+export function wanting(event: WebhookEvent): string {
+  return `s.disabled_at IS NULL AND (' ' || s.events || ' ') LIKE '% ${event} %'`;
 }
 
 /**
  * The outbox rows of an event, one per subscription that wants it. A message id is `msg_`, the event's
  * key (32 hex digits, one per event) and the subscription's id: the same on every attempt and instance.
  */
-export function outboxInsert(from: string, key: string, event: string, payload: string, at: string, traceparent: string, pattern: string): string {
+export function outboxInsert(from: string, event: WebhookEvent, key: string, payload: string, at: string, traceparent: string): string {
   return `INSERT INTO webhook_deliveries (message_id, subscription_id, event, payload, created_at, status, next_attempt_at, traceparent)
-    SELECT 'msg_' || ${key} || '_' || s.id, s.id, ${event}, ${payload}, ${at}, 'pending', ${at}, ${traceparent} FROM ${from} WHERE ${wanting(pattern)}`;
+    SELECT 'msg_' || ${key} || '_' || s.id, s.id, '${event}', ${payload}, ${at}, 'pending', ${at}, ${traceparent} FROM ${from} WHERE ${wanting(event)}`;
 }
 
-const EMIT = outboxInsert('webhook_subscriptions s', '?', '?', '?', '?', '?', '?');
+const EMIT = new Map(WEBHOOK_EVENTS.map((event) => [event, outboxInsert('webhook_subscriptions s', event, '?', '?', '?', '?')]));
 
 function newOrigin(): EventOrigin {
   return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace() };
@@ -116,7 +116,7 @@ function newOrigin(): EventOrigin {
 function* emit(event: WebhookEvent, plant: PlantRecord, origin: EventOrigin): Steps<boolean> {
   if (!(yield { kind: 'wanted', event })) return false;
   const at = new Date().toISOString();
-  return (yield* run(EMIT, origin.key, event, eventPayload(plant), at, at, origin.traceparent, eventPattern(event))) > 0;
+  return (yield* run(EMIT.get(event)!, origin.key, eventPayload(plant), at, at, origin.traceparent)) > 0;
 }
 
 /** The outcome of a create that found `stored` at its id. */
@@ -137,8 +137,8 @@ function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult
 
 /** Plants as records: no tag key for a null tag. */
 export function* plantsWhere(condition: string, ...params: unknown[]): Steps<PlantRecord[]> {
-  const rows = yield* all<{ id: bigint; name: string; tag: string | null }>(`SELECT id, name, tag FROM plants WHERE ${condition}`, ...params);
-  return rows.map(({ id, name, tag }) => (tag === null ? { id, name } : { id, name, tag }));
+  const rows = (yield { kind: 'tuples', sql: `SELECT id, name, tag FROM plants WHERE ${condition}`, params }) as [bigint, string, string | null][];
+  return rows.map(([id, name, tag]) => (tag === null ? { id, name } : { id, name, tag }));
 }
 
 type Row = Record<string, unknown>;

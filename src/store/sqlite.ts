@@ -12,8 +12,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { eventPattern, migrate, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
-import { StoreUnavailableError, type WebhookEvent } from './types.ts';
+import { migrate, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 
 /** How long a write waits for a write lock another process holds (documented: README, openapi.yaml's 503). */
 export const LOCK_WAIT_MS = 5_000;
@@ -22,6 +22,8 @@ const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 50;
 /** At boot, before the service listens, blocking on a lock freezes nothing: migrations may wait this long. */
 const BOOT_BUSY_TIMEOUT_MS = 5_000;
+
+const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, `SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`]));
 
 export interface SqliteOptions {
   /** Told when writes find the write lock held by another process, once per wait. */
@@ -51,6 +53,7 @@ class SqliteDriver implements Driver {
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, reading integers as BigInt so that int64 ids stay exact. */
   readonly #prepared = new Map<string, StatementSync>();
+  readonly #preparedTuples = new Map<string, StatementSync>();
   readonly #options: SqliteOptions;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
@@ -89,27 +92,26 @@ class SqliteDriver implements Driver {
     this.#db.exec('PRAGMA busy_timeout = 0');
   }
 
-  /** Runs the reads at once; in the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), retries on timers. */
+  /** Runs the reads at once, outside the retry loop (no async function or clock read for what nearly always succeeds). */
   read<T>(work: () => Steps<T>): Promise<T> {
     try {
       return Promise.resolve(this.#steps(work()));
-    } catch (error) {
-      return this.#readAgain(work, error);
+    } catch {
+      return this.#readAgain(work);
     }
   }
 
-  async #readAgain<T>(work: () => Steps<T>, error: unknown): Promise<T> {
+  /** In the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), reads are retried on timers. */
+  async #readAgain<T>(work: () => Steps<T>): Promise<T> {
     const deadline = performance.now() + LOCK_WAIT_MS;
     for (let delay = FIRST_RETRY_MS; ; delay = Math.min(delay * 2, MAX_RETRY_MS)) {
-      if (isStorageFault(error)) throw new StoreUnavailableError(error);
-      if (!isBusy(error)) throw error;
-      if (performance.now() >= deadline) throw new StoreUnavailableError(error);
-      await sleep(delay);
       try {
         return this.#steps(work());
-      } catch (again) {
-        error = again;
+      } catch (error) {
+        if (isStorageFault(error) || (isBusy(error) && performance.now() >= deadline)) throw new StoreUnavailableError(error);
+        if (!isBusy(error)) throw error;
       }
+      await sleep(delay);
     }
   }
 
@@ -157,24 +159,20 @@ class SqliteDriver implements Driver {
   }
 
   #execute(statement: Statement): unknown {
-    switch (statement.kind) {
-      case 'wanted':
-        return this.#wanted(statement.event);
-      case 'exec':
-        return this.#db.exec(statement.sql);
-      case 'all':
-        return this.#statement(statement.sql).all(...(statement.params as never[]));
-      case 'run':
-        return this.#statement(statement.sql).run(...(statement.params as never[])).changes;
-    }
+    if (statement.kind === 'wanted') return this.#wanted(statement.event);
+    if (statement.kind === 'exec') return this.#db.exec(statement.sql);
+    const prepared = this.#statement(statement.sql, statement.kind === 'tuples');
+    return statement.kind === 'run' ? prepared.run(...(statement.params as never[])).changes : prepared.all(...(statement.params as never[]));
   }
 
-  #statement(sql: string): StatementSync {
-    let statement = this.#prepared.get(sql);
+  #statement(sql: string, tuples = false): StatementSync {
+    const prepared = tuples ? this.#preparedTuples : this.#prepared;
+    let statement = prepared.get(sql);
     if (!statement) {
       statement = this.#db.prepare(sql);
       statement.setReadBigInts(true);
-      this.#prepared.set(sql, statement);
+      statement.setReturnArrays(tuples);
+      prepared.set(sql, statement);
     }
     return statement;
   }
@@ -182,7 +180,7 @@ class SqliteDriver implements Driver {
   #wanted(event: WebhookEvent): boolean {
     let subscribed = this.#subscribed.get(event);
     if (subscribed === undefined) {
-      subscribed = this.#statement(`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting('?')} LIMIT 1`).get(eventPattern(event)) !== undefined;
+      subscribed = this.#statement(WANTED.get(event)!).get() !== undefined;
       this.#subscribed.set(event, subscribed);
     }
     return subscribed;
