@@ -5,7 +5,7 @@
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { all, judged, migrate, outboxInsert, plantsWhere, SqlStore, type Driver, type EventOrigin, type Spelling, type Statement,
+import { all, judged, migrate, only, outboxInsert, plantsWhere, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
   type Steps, type WriteScope } from './sql.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type EveryPlantField, type PlantRecord } from './types.ts';
 
@@ -104,7 +104,7 @@ class PostgresDriver implements Driver {
     try {
       // Under a lock held until commit, so that instances starting together migrate in turns.
       const migration = function* () {
-        yield* all(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+        yield all(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
         yield* migrate('postgres');
       };
       await withStartupRetry(() => driver.write(migration, 'transaction'), options);
@@ -197,7 +197,7 @@ class PostgresDriver implements Driver {
     const eventWritten = rows.some((row) => row.wrote_deliveries);
     const isCreated = (create: PendingCreate) => created.has(create.plant.id) && first.get(create.plant.id) === create;
     const others = creates.filter((create) => !isCreated(create)).map((create) => String(create.plant.id));
-    const stored = others.length === 0 ? [] : await this.read(() => plantsWhere('id = ANY(?::int8[])', others));
+    const stored = others.length === 0 ? [] : toPlants(await this.read(() => only(plantsWhere('id = ANY(?::int8[])', others))));
     const byId = new Map(stored.map((plant) => [plant.id, plant]));
     return Promise.allSettled(
       creates.map(async (create): Promise<CreateResult> => {

@@ -54,28 +54,31 @@ export interface EventOrigin {
   traceparent: string | null;
 }
 
-export function* all<Row = Record<string, unknown>>(sql: string, ...params: unknown[]): Steps<Row[]> {
-  return (yield { kind: 'all', sql, params }) as Row[];
+/** Work of a single statement, answering what the driver answers for it. */
+export function* only<T>(statement: Statement): Steps<T> {
+  return (yield statement) as T;
 }
 
-export function* run(sql: string, ...params: unknown[]): Steps<number> {
-  return Number(yield { kind: 'run', sql, params });
+/** A statement whose rows the driver answers, as objects. */
+export function all(sql: string, ...params: unknown[]): Statement {
+  return { kind: 'all', sql, params };
 }
 
-function* exec(sql: string): Steps<void> {
-  yield { kind: 'exec', sql, params: [] };
+/** A statement whose count of changed rows the driver answers, as a number. */
+export function run(sql: string, ...params: unknown[]): Statement {
+  return { kind: 'run', sql, params };
 }
 
 /** Applies pending migrations; the driver runs it in one transaction that instances starting together take in turns. */
 export function* migrate(dialect: Dialect): Steps<void> {
-  yield* exec(MIGRATION_TABLE[dialect]);
-  const [row] = yield* all<{ version: number | bigint | null }>('SELECT max(version) AS version FROM schema_migrations');
+  yield { kind: 'exec', sql: MIGRATION_TABLE[dialect], params: [] };
+  const [row] = (yield all('SELECT max(version) AS version FROM schema_migrations')) as { version: number | bigint | null }[];
   const current = Number(row?.version ?? 0);
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
   for (const migration of migrations.filter((m) => m.version > current)) {
-    yield* exec(spelled(migration, dialect));
-    yield* run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', migration.version, migration.name, new Date().toISOString());
+    yield { kind: 'exec', sql: spelled(migration, dialect), params: [] };
+    yield run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', migration.version, migration.name, new Date().toISOString());
   }
 }
 
@@ -116,7 +119,7 @@ function newOrigin(): EventOrigin {
 function* emit(event: WebhookEvent, plant: PlantRecord, origin: EventOrigin): Steps<boolean> {
   if (!(yield { kind: 'wanted', event })) return false;
   const at = new Date().toISOString();
-  return (yield* run(EMIT.get(event)!, origin.key, eventPayload(plant), at, at, origin.traceparent)) > 0;
+  return ((yield run(EMIT.get(event)!, origin.key, eventPayload(plant), at, at, origin.traceparent)) as number) > 0;
 }
 
 /** The outcome of a create that found `stored` at its id. */
@@ -126,19 +129,23 @@ export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
 
 function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
   for (;;) {
-    if ((yield* run('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING', plant.id, plant.name, plant.tag ?? null)) === 1) {
+    if ((yield run('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING', plant.id, plant.name, plant.tag ?? null)) === 1) {
       return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
     }
     // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
-    const [stored] = yield* plantsWhere('id = ?', plant.id);
+    const [stored] = toPlants(yield plantsWhere('id = ?', plant.id));
     if (stored) return judged(plant, stored);
   }
 }
 
+/** The plants a condition selects, as rows of column values for toPlants. */
+export function plantsWhere(condition: string, ...params: unknown[]): Statement {
+  return { kind: 'tuples', sql: `SELECT id, name, tag FROM plants WHERE ${condition}`, params };
+}
+
 /** Plants as records: no tag key for a null tag. */
-export function* plantsWhere(condition: string, ...params: unknown[]): Steps<PlantRecord[]> {
-  const rows = (yield { kind: 'tuples', sql: `SELECT id, name, tag FROM plants WHERE ${condition}`, params }) as [bigint, string, string | null][];
-  return rows.map(([id, name, tag]) => (tag === null ? { id, name } : { id, name, tag }));
+export function toPlants(rows: unknown): PlantRecord[] {
+  return (rows as [bigint, string, string | null][]).map(([id, name, tag]) => (tag === null ? { id, name } : { id, name, tag }));
 }
 
 type Row = Record<string, unknown>;
@@ -165,12 +172,26 @@ function toSubscription(row: Row): Subscription {
 }
 
 function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
-  const [row] = yield* all(
-    `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`,
-    ...[token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString()],
-  );
+  const insert = `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`;
+  const [row] = (yield all(insert, token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString())) as Row[];
   if (!row) throw new TokenNameTakenError(token.name);
   return toToken(row);
+}
+
+/** A plant change whose precondition is decided against the row as the write's transaction holds it. */
+function* conditionally(
+  event: WebhookEvent,
+  origin: EventOrigin,
+  [id, precondition, forUpdate]: [bigint, Precondition | undefined, string],
+  change: (current: PlantRecord) => [Statement, PlantRecord],
+): Steps<ConditionalWrite> {
+  const [current] = toPlants(yield plantsWhere(`id = ?${forUpdate}`, id));
+  if (!current) return { outcome: 'missing' };
+  if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
+  const [statement, plant] = change(current);
+  yield statement;
+  return { outcome: 'done', plant, eventWritten: yield* emit(event, plant, origin) };
 }
 
 export class SqlStore implements PlantStore {
@@ -186,33 +207,32 @@ export class SqlStore implements PlantStore {
     return this.#driver.createPlant ? this.#driver.createPlant(plant, origin, alone) : alone();
   }
 
-  async listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+  listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
-    if (from === undefined) return [];
-    return this.#driver.read(() => (tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit)));
+    if (from === undefined) return Promise.resolve([]);
+    return this.#driver.read(function* () {
+      return toPlants(yield tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit));
+    });
   }
 
-  async getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return (await this.#driver.read(() => plantsWhere('id = ?', id)))[0];
+  getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    return this.#driver.read(function* () {
+      return toPlants(yield plantsWhere('id = ?', id))[0];
+    });
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
-    return this.#conditionally('plant.replaced', id, precondition, function* () {
-      yield* run('UPDATE plants SET name = ?, tag = ? WHERE id = ?', content.name, content.tag ?? null, id);
-      return plantWith(id, content);
-    });
+    const update = () => [run('UPDATE plants SET name = ?, tag = ? WHERE id = ?', content.name, content.tag ?? null, id), plantWith(id, content)] as [Statement, PlantRecord];
+    return this.#conditionally('plant.replaced', id, precondition, update);
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
-    return this.#conditionally('plant.deleted', id, precondition, function* (current) {
-      yield* run('DELETE FROM plants WHERE id = ?', id);
-      return current;
-    });
+    return this.#conditionally('plant.deleted', id, precondition, (current) => [run('DELETE FROM plants WHERE id = ?', id), current]);
   }
 
   async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await this.#driver.read(() => all(`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`, hash));
+    const [row] = await this.#driver.read(() => only<Row[]>(all(`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`, hash)));
     return row && toToken(row);
   }
 
@@ -220,8 +240,8 @@ export class SqlStore implements PlantStore {
     const lock = this.#driver.spelling.firstTokenLock;
     return this.#driver.write(function* () {
       // Two instances starting on an empty database must not both create a first token.
-      if (lock !== undefined) yield* all(lock);
-      if ((yield* all('SELECT 1 AS one FROM api_tokens LIMIT 1')).length > 0) return false;
+      if (lock !== undefined) yield all(lock);
+      if (((yield all('SELECT 1 AS one FROM api_tokens LIMIT 1')) as Row[]).length > 0) return false;
       yield* insertToken(token);
       return true;
     }, 'transaction');
@@ -232,45 +252,43 @@ export class SqlStore implements PlantStore {
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    const rows = await this.#driver.read(() => all(`SELECT ${TOKEN} FROM api_tokens ORDER BY id`));
-    return rows.map(toToken);
+    return (await this.#driver.read(() => only<Row[]>(all(`SELECT ${TOKEN} FROM api_tokens ORDER BY id`)))).map(toToken);
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
     const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
-    const revoke = `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN}`;
-    const [row] = await this.#driver.write(() => all(revoke, new Date().toISOString(), nameOrId), 'statement');
+    const revoke = all(`UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN}`, new Date().toISOString(), nameOrId);
+    const [row] = await this.#driver.write(() => only<Row[]>(revoke), 'statement');
     return row && toToken(row);
   }
 
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
     return this.#driver.write(function* () {
-      for (const [id, at] of uses) yield* run('UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)', at, id, at);
+      for (const [id, at] of uses) yield run('UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)', at, id, at);
     }, 'transaction');
   }
 
   async createSubscription({ url, events, secret }: NewSubscription): Promise<Subscription> {
     const insert = `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION}`;
-    const [row] = await this.#driver.write(() => all(insert, url, events.join(' '), secret, new Date().toISOString()), 'statement');
+    const [row] = await this.#driver.write(() => only<Row[]>(all(insert, url, events.join(' '), secret, new Date().toISOString())), 'statement');
     return toSubscription(row!);
   }
 
   async listSubscriptions(): Promise<Subscription[]> {
-    const rows = await this.#driver.read(() => all(`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions ORDER BY id`));
-    return rows.map(toSubscription);
+    return (await this.#driver.read(() => only<Row[]>(all(`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions ORDER BY id`)))).map(toSubscription);
   }
 
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#driver.write(function* () {
-      yield* run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);
-      return (yield* run('DELETE FROM webhook_subscriptions WHERE id = ?', id)) === 1;
+      yield run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);
+      return (yield run('DELETE FROM webhook_subscriptions WHERE id = ?', id)) === 1;
     }, 'transaction');
   }
 
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
     const rows = await this.#driver.read(function* () {
-      if ((yield* all('SELECT 1 AS one FROM webhook_subscriptions WHERE id = ?', subscriptionId)).length === 0) return undefined;
-      return yield* all(`SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT CAST(? AS INTEGER)`, subscriptionId, limit);
+      if (((yield all('SELECT 1 AS one FROM webhook_subscriptions WHERE id = ?', subscriptionId)) as Row[]).length === 0) return undefined;
+      return (yield all(`SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? ORDER BY id DESC LIMIT CAST(? AS INTEGER)`, subscriptionId, limit)) as Row[];
     });
     return rows?.map((row) => record<Delivery>(row));
   }
@@ -278,16 +296,16 @@ export class SqlStore implements PlantStore {
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
     // A plain read first: an idle dispatcher's polls must not cost a write transaction each.
-    if ((await this.#driver.read(() => all(`SELECT 1 AS due FROM webhook_deliveries WHERE ${DUE} LIMIT 1`, at, at))).length === 0) return [];
+    if ((await this.#driver.read(() => only<Row[]>(all(`SELECT 1 AS due FROM webhook_deliveries WHERE ${DUE} LIMIT 1`, at, at)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
     const { skipLocked } = this.#driver.spelling;
     return this.#driver.write(function* () {
       const claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
         SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked}) RETURNING ${CLAIMED}`;
-      const rows = (yield* all(claim, until, at, at, limit)).map((row) => record<ClaimedDelivery & { due: string }>(row));
+      const rows = ((yield all(claim, until, at, at, limit)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
       const targets = new Map<bigint, { url: string; secret: string } | undefined>();
       for (const { subscriptionId: id } of rows) {
-        if (!targets.has(id)) targets.set(id, (yield* all<{ url: string; secret: string }>('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id))[0]);
+        if (!targets.has(id)) targets.set(id, ((yield all('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id)) as { url: string; secret: string }[])[0]);
       }
       // In due order; a delivery whose subscription was deleted meanwhile went with it.
       rows.sort((a, b) => (a.due !== b.due ? (a.due < b.due ? -1 : 1) : a.id < b.id ? -1 : 1));
@@ -301,28 +319,29 @@ export class SqlStore implements PlantStore {
   recordAttempt(outcome: AttemptOutcome): Promise<void> {
     return this.#driver.write(function* () {
       // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
-      const [row] = yield* all<{ subscription_id: bigint }>(
-        `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
-           last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`,
+      const attempt = `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
+        last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`;
+      const [row] = (yield all(
+        attempt,
         ...[outcome.result === 'retry' ? 'pending' : outcome.result, outcome.at, outcome.responseStatus ?? null],
         ...[outcome.result === 'delivered' ? null : (outcome.error ?? null), outcome.result === 'retry' ? outcome.nextAttemptAt : null, outcome.id],
-      );
+      )) as { subscription_id: bigint }[];
       if (outcome.result !== 'failed' || !outcome.disableSubscription || !row) return;
-      yield* run('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?', outcome.at, outcome.disableSubscription, row.subscription_id);
+      yield run('UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ?', outcome.at, outcome.disableSubscription, row.subscription_id);
       const failRest = `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the subscription was disabled', next_attempt_at = NULL,
         last_attempt_at = coalesce(last_attempt_at, ?) WHERE subscription_id = ? AND status = 'pending'`;
-      yield* run(failRest, outcome.at, row.subscription_id);
+      yield run(failRest, outcome.at, row.subscription_id);
     }, 'transaction');
   }
 
   async countPendingDeliveries(): Promise<number> {
-    const [row] = await this.#driver.read(() => all<{ pending: bigint | number }>("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'"));
+    const [row] = await this.#driver.read(() => only<{ pending: bigint | number }[]>(all("SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'")));
     return Number(row!.pending);
   }
 
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
     const prune = "DELETE FROM webhook_deliveries WHERE (status = 'delivered' AND last_attempt_at < ?) OR (status = 'failed' AND last_attempt_at < ?)";
-    return this.#driver.write(() => run(prune, deliveredBefore.toISOString(), failedBefore.toISOString()), 'statement');
+    return this.#driver.write(() => only<number>(run(prune, deliveredBefore.toISOString(), failedBefore.toISOString())), 'statement');
   }
 
   ping(): Promise<void> {
@@ -333,16 +352,9 @@ export class SqlStore implements PlantStore {
     return this.#driver.close();
   }
 
-  /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
-  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => Steps<PlantRecord>): Promise<ConditionalWrite> {
+  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => [Statement, PlantRecord]): Promise<ConditionalWrite> {
     const origin = newOrigin();
-    const { forUpdate } = this.#driver.spelling;
-    return this.#driver.write(function* (): Steps<ConditionalWrite> {
-      const [current] = yield* plantsWhere(`id = ?${forUpdate}`, id);
-      if (!current) return { outcome: 'missing' };
-      if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
-      const plant = yield* change(current);
-      return { outcome: 'done', plant, eventWritten: yield* emit(event, plant, origin) };
-    }, event);
+    const context: [bigint, Precondition | undefined, string] = [id, precondition, this.#driver.spelling.forUpdate];
+    return this.#driver.write(() => conditionally(event, origin, context, change), event);
   }
 }

@@ -130,8 +130,8 @@ class SqliteDriver implements Driver {
     // needs new space on disk (WAL frames) yet leaves nothing behind.
     if (this.#writeFault !== undefined) {
       await this.write(function* () {
-        yield* run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write probe', '')");
-        yield* run('DELETE FROM schema_migrations WHERE version = -1');
+        yield run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write probe', '')");
+        yield run('DELETE FROM schema_migrations WHERE version = -1');
       }, 'transaction');
     }
   }
@@ -162,7 +162,7 @@ class SqliteDriver implements Driver {
     if (statement.kind === 'wanted') return this.#wanted(statement.event);
     if (statement.kind === 'exec') return this.#db.exec(statement.sql);
     const prepared = this.#statement(statement.sql, statement.kind === 'tuples');
-    return statement.kind === 'run' ? prepared.run(...(statement.params as never[])).changes : prepared.all(...(statement.params as never[]));
+    return statement.kind === 'run' ? Number(prepared.run(...(statement.params as never[])).changes) : prepared.all(...(statement.params as never[]));
   }
 
   #statement(sql: string, tuples = false): StatementSync {
