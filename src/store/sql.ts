@@ -26,16 +26,11 @@ export type Steps<T> = Generator<Statement, T, unknown>;
  */
 export type WriteScope = 'statement' | 'transaction' | WebhookEvent;
 
-/** How a database spells what SQL leaves open. */
-export interface Spelling {
-  dialect: Dialect;
-  /** Appended to a select that must hold the rows it read until the transaction ends. */
-  forUpdate: string;
-  /** Appended to the select of due deliveries: instances claiming together take disjoint rows. */
-  skipLocked: string;
-  /** A statement serializing first-token creation, where the write lock does not already. */
-  firstTokenLock?: string;
-}
+/**
+ * How a database spells what SQL leaves open: `forUpdate` holds the rows a select read until commit, `skipLocked`
+ * lets instances claiming together take disjoint deliveries, `firstTokenLock` serializes first tokens where the write lock does not.
+ */
+export interface Spelling { dialect: Dialect; forUpdate: string; skipLocked: string; firstTokenLock?: string }
 
 export interface Driver {
   readonly spelling: Spelling;
@@ -49,10 +44,7 @@ export interface Driver {
 }
 
 /** Read as a call begins, so that batching moves neither: the event's key (its message ids) and the caller's trace. */
-export interface EventOrigin {
-  key: string;
-  traceparent: string | null;
-}
+export interface EventOrigin { key: string; traceparent: string | null }
 
 /** Work of a single statement, answering what the driver answers for it. */
 export function* only<T>(statement: Statement): Steps<T> {

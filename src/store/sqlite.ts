@@ -73,11 +73,7 @@ class SqliteDriver implements Driver {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new DatabaseSync(path);
     // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
-    this.#db.exec(`
-      PRAGMA busy_timeout = ${BOOT_BUSY_TIMEOUT_MS};
-      PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = FULL;
-    `);
+    this.#db.exec(`PRAGMA busy_timeout = ${BOOT_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
     try {
       // One immediate transaction, so that two processes starting together take turns.
       this.#db.exec('BEGIN IMMEDIATE');
