@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { createBearerAuth, type BearerAuth } from './http/auth.ts';
-import { registerCompression } from './http/compression.ts';
+import { compressionOf, registerCompression } from './http/compression.ts';
 import { allowCrossOrigin } from './http/cors.ts';
 import { createDocsHandlers, registerDocs } from './http/docs.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './http/errors.ts';
@@ -60,7 +60,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   useExactJsonBodies(app);
   // Before any route: the request spans must cover them all. Not even loaded when tracing is off.
   const tracing = config.tracing && (await (await import('./tracing.ts')).startTracing(app, config.tracing));
-  await registerCompression(app); // before any route is added: its onRoute hook picks the compressed ones
+  await registerCompression(app);
   const store = metrics.instrument(tracing ? tracing.instrument(plainStore) : plainStore);
 
   const verifier = createTokenVerifier({ staticTokens: config.apiTokens, store, now: clock });
@@ -101,7 +101,9 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   };
   await registerOpenapiGlue(app, {
     specification,
-    operationResolver: (operationId: string) => handlerFor(handlers, operationId),
+    // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
+    operationResolver: (operationId: string) =>
+      ({ handler: handlerFor(handlers, operationId), compress: compressionOf(operationId) }) as RouteOptions,
     securityHandlers: { bearerAuth: bearerAuth.handler },
   });
   return app;
