@@ -47,8 +47,8 @@ t.test('an operation without a handler stops the boot', async (t) => {
   t.throws(() => handlerFor({} as never, 'createPlant'), /declares operation "createPlant" but no handler implements it/);
 });
 
-// The boot no longer checks the contract against the OpenAPI meta-schema (src/http/openapi-glue.ts):
-// npm run generate (and so npm run dev) does, and this test.
+// The boot checks the contract against the OpenAPI meta-schema (fastify-openapi-glue does), and so do
+// npm run generate (and so npm run dev) and this test.
 t.test('openapi.yaml is a valid OpenAPI document, and the check refuses one that is not', async (t) => {
   const text = await readFile(SPEC_URL, 'utf8');
   await t.resolves(checkSpecification(text));
