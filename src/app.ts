@@ -13,7 +13,7 @@ import { installLifecycle } from './http/lifecycle.ts';
 import { answerTransportEdges, TRANSPORT_SERVER_OPTIONS } from './http/transport.ts';
 import { closeOnUnreadBodies } from './http/unread-body.ts';
 import { useExactJsonBodies } from './http/json.ts';
-import { loggerOptions, requestLoggerFactory } from './http/logging.ts';
+import { loggerOptions } from './http/logging.ts';
 import { createMetrics, createMetricsHandler } from './http/metrics.ts';
 import { registerOpenapiGlue } from './http/openapi-glue.ts';
 import type { ServiceHandlers } from './http/operations.ts';
@@ -112,7 +112,6 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
   return {
     logger: loggerOptions(config.logLevel, logStream),
-    childLoggerFactory: requestLoggerFactory,
     genReqId: requestIdFor,
     // request.ip, the address in logs and in the failed-authentication guard, is then the
     // client's as the trusted proxies report it in X-Forwarded-For.
