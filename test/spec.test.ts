@@ -4,7 +4,7 @@ import t from 'tap';
 import Fastify from 'fastify';
 import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../scripts/generate.ts';
 import { handlerFor } from '../src/app.ts';
-import { registerOpenapiGlue } from '../src/http/openapi-glue.ts';
+import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';
 import { build } from './helper.ts';
 

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import t from 'tap';
-import { createMetrics } from '../src/http/metrics.ts';
+import { createMetrics } from '../src/observability/metrics.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 
 async function storeCalls(registry: { metrics(): Promise<string> }, method: string, outcome: string): Promise<number> {

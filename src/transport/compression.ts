@@ -5,7 +5,7 @@
 import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
 import type { FastifyInstance } from 'fastify';
-import type { OperationId } from './operations.ts';
+import type { OperationId } from '../contract/operations.ts';
 
 /** Answers smaller than this are sent as they are: compressing them saves less than it costs. */
 export const COMPRESSION_THRESHOLD_BYTES = 1024;

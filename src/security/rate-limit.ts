@@ -8,7 +8,7 @@ import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limi
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../contract/errors.ts';
 import { createRedisDeadline, type RedisDeadline, type RedisSkipReason } from './redis-deadline.ts';
 
 export interface RateLimitOptions {
