@@ -137,7 +137,7 @@ t.test('a cursor is an opaque position: a well-formed hand-made one is honoured,
   const handMade = Buffer.from('p1:100').toString('base64url');
   const page = await api(t, app, { method: 'GET', url: `/plants?cursor=${handMade}`, headers: AUTH });
   t.equal(page.statusCode, 200);
-  t.same(page.json().map((plant: { id: bigint }) => plant.id), [101n, 102n], 'the plants after id 100');
+  t.same((page.json() as { id: bigint }[]).map((plant) => plant.id), [101n, 102n], 'the plants after id 100');
   for (const cursor of [`${handMade}x`, Buffer.from('p1:1x').toString('base64url'), Buffer.from('p9:100').toString('base64url')]) {
     const refused = await api(t, app, { method: 'GET', url: `/plants?cursor=${cursor}`, headers: AUTH });
     t.equal(refused.statusCode, 400, `cursor ${cursor}`);

@@ -31,9 +31,19 @@ function startReceiver(t: Test, env: Record<string, string>) {
   let exited = false;
   const waiters = new Set<() => void>();
   const notify = () => [...waiters].forEach((waiter) => waiter());
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => ((stdout += chunk), notify()));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => ((stderr += chunk), notify()));
-  const closed = new Promise<void>((resolve) => child.once('close', () => ((exited = true), notify(), resolve())));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    notify();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    notify();
+  });
+  const closed = new Promise<void>((resolve) => child.once('close', () => {
+    exited = true;
+    notify();
+    resolve();
+  }));
   t.teardown(async () => {
     if (!exited) child.kill('SIGKILL');
     await closed;

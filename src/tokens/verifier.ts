@@ -63,7 +63,9 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const cache = new Map<string, CachedRecord>();
   const lastUsed = new Map<number, number>();
   const verified = new Map<string, { principal: Principal; until: number; recordId?: number }>();
-  const flushTimer = setInterval(() => void flush().catch(() => undefined), lastUsedFlushMs).unref();
+  const flushTimer = setInterval(() => {
+    flush().catch(() => undefined);
+  }, lastUsedFlushMs).unref();
 
   async function lookUp(hash: string): Promise<CachedRecord> {
     const record = await store.findTokenByHash(hash);
