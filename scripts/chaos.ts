@@ -25,8 +25,8 @@ const faults = FAULTS.filter((fault) => wanted.length === 0 || wanted.some((part
 // An interrupted run still kills everything it started.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-  everything.run().finally(() => process.exit(130));
-});
+    everything.run().finally(() => process.exit(130));
+  });
 }
 
 console.log(

@@ -117,8 +117,10 @@ t.test('every operation has an example for each request body and each response b
   }
   type PathItems = Record<string, Record<string, Operation | undefined>>;
   const document = parseYaml(readFileSync(SPEC_PATH, 'utf8')) as { paths: PathItems; webhooks?: PathItems };
-  const deref = (value: Body | undefined): Body | undefined =>
-    typeof value?.$ref === 'string' ? (value.$ref.split('/').slice(1).reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document) as Body) : value;
+  const deref = (value: Body | undefined): Body | undefined => {
+    if (typeof value?.$ref !== 'string') return value;
+    return value.$ref.split('/').slice(1).reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document) as Body;
+  };
   const missing: string[] = [];
   for (const group of [document.paths, document.webhooks ?? {}]) {
     for (const item of Object.values(group)) {

@@ -525,7 +525,15 @@ export class SqliteStore implements PlantStore {
   #write<T>(work: () => T, isolated = true): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, isolated, resolve: resolve as (result: unknown) => void, reject, deadline: performance.now() + LOCK_WAIT_MS, value: undefined, failed: false });
+      this.#pending.push({
+        work,
+        isolated,
+        resolve: resolve as (result: unknown) => void,
+        reject,
+        deadline: performance.now() + LOCK_WAIT_MS,
+        value: undefined,
+        failed: false,
+      });
       this.#writer ??= this.#writeLoop();
     });
   }
