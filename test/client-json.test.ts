@@ -1,4 +1,4 @@
-// The client's parts that the README example does not reach: which JSON keys it reads as int64
+// The client's parts that the example of docs/client.md does not reach: which JSON keys it reads as int64
 // (checked against openapi.yaml, so a new int64 field under another name fails here), plants
 // refused by parsePlantJson, and a failure without the API's Error body, from a real socket.
 import { readFileSync } from 'node:fs';
