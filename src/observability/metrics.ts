@@ -2,7 +2,7 @@
 // latency per method, webhook queue depth and delivery outcomes, rate-limit checks skipped because
 // of Redis, and the process defaults (memory, CPU, event-loop delay). Each app has its own
 // registry, so tests can build many.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from '../contract/operations.ts';
 
