@@ -1,4 +1,4 @@
-// The store latency histogram (http/metrics.ts instrument) observes each store call beside its
+// The store latency histogram (observability/metrics.ts instrument) observes each store call beside its
 // caller, which awaits the store's own promise: these pin that both outcomes are counted and that a
 // failure reaches the caller unchanged.
 import { join } from 'node:path';
