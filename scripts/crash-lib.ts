@@ -173,6 +173,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
       const writer = async (w: number): Promise<void> => {
         const random = rng(options.seed, cycle, w + 1);
         const own = live[w]!;
+        // eslint-disable-next-line no-unmodified-loop-condition -- the kill, in another task, sets it while this loop awaits
         while (!killed) {
           const roll = random();
           const kind = own.length === 0 || roll < 0.45 ? 'create' : roll < 0.8 ? 'replace' : 'delete';

@@ -1,5 +1,5 @@
 // Regenerates src/generated/openapi.ts from openapi.yaml (npm run generate), after checking it
-// against the OpenAPI meta-schema, a check the server's boot leaves out (src/http/openapi-glue.ts).
+// against the OpenAPI meta-schema, a check the server's boot leaves out (src/contract/routes.ts).
 import { readFile, writeFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';

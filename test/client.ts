@@ -5,13 +5,13 @@ import type { FastifyInstance } from 'fastify';
 import createClient from 'openapi-fetch';
 import type { Test } from 'tap';
 import type { paths } from '../src/generated/openapi.ts';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { contractProblems } from './contract.ts';
 import { TOKEN } from './helper.ts';
 
 /** Responses whose json() keeps int64 exact, as a bigint-aware client would parse them. */
 class ExactJsonResponse extends Response {
-  override json = async (): Promise<any> => parseJson(await this.text());
+  override json = async (): Promise<unknown> => parseJson(await this.text());
 }
 
 const NO_BODY = new Set([204, 304]);

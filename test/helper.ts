@@ -8,7 +8,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
 import { buildApp, type AppDependencies } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { openStore } from '../src/store/factory.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
@@ -75,7 +75,7 @@ export interface ApiResponse {
   headers: Record<string, string | string[] | number | undefined>;
   body: string;
   /** The body parsed like the service parses bodies: integers are BigInt. */
-  json: () => any;
+  json: () => unknown;
 }
 
 /** Injects the request and fails the test when the response is not documented in openapi.yaml. */

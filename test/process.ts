@@ -75,8 +75,14 @@ export function spawnServer(
   const notify = () => {
     for (const waiter of [...waiters]) waiter();
   };
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => ((output.stdout += chunk), notify()));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => ((output.stderr += chunk), notify()));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    output.stdout += chunk;
+    notify();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    output.stderr += chunk;
+    notify();
+  });
 
   let done = false;
   const exited = new Promise<Exit>((resolve, reject) => {

@@ -100,7 +100,10 @@ export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffe
 export function tryConnect(port: number): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
   });
 }

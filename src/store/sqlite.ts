@@ -33,7 +33,7 @@ export interface SqliteOptions {
 interface PendingWrite {
   work: () => Steps<unknown>;
   scope: WriteScope;
-  resolve: (result: any) => void;
+  resolve: (result: unknown) => void;
   reject: (error: unknown) => void;
   /** performance.now() after which waiting for another process's lock gives up. */
   deadline: number;
@@ -115,7 +115,7 @@ class SqliteDriver implements Driver {
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, scope, resolve, reject, deadline: performance.now() + LOCK_WAIT_MS, value: undefined, failed: false });
+      this.#pending.push({ work, scope, resolve: resolve as (result: unknown) => void, reject, deadline: performance.now() + LOCK_WAIT_MS, value: undefined, failed: false });
       this.#writer ??= this.#writeLoop();
     });
   }
