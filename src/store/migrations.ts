@@ -13,10 +13,10 @@ export const MIGRATION_TABLE: Record<Dialect, string> = {
   postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
 };
 
-// An id the database numbers, a 64-bit integer, a point in time, and how a table ends (SQLite: typed strictly).
-const SPELLED: Record<Dialect, Record<'serial' | 'int8' | 'time' | 'table', string>> = {
-  sqlite: { serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', int8: 'INTEGER', time: 'TEXT', table: ') STRICT' },
-  postgres: { serial: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', int8: 'BIGINT', time: 'TIMESTAMPTZ', table: ')' },
+// An id the database numbers, a 64-bit integer, a double, a point in time, and how a table ends (SQLite: typed strictly).
+const SPELLED: Record<Dialect, Record<'serial' | 'int8' | 'float8' | 'time' | 'table', string>> = {
+  sqlite: { serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', int8: 'INTEGER', float8: 'REAL', time: 'TEXT', table: ') STRICT' },
+  postgres: { serial: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', int8: 'BIGINT', float8: 'DOUBLE PRECISION', time: 'TIMESTAMPTZ', table: ')' },
 };
 
 export interface Migration {
@@ -27,7 +27,7 @@ export interface Migration {
 
 /** The migration's SQL as the dialect spells it. */
 export function spelled(migration: Migration, dialect: Dialect): string {
-  return migration.sql.replace(/\{(serial|int8|time|table)\}/g, (_, type: keyof (typeof SPELLED)[Dialect]) => SPELLED[dialect][type]);
+  return migration.sql.replace(/\{(serial|int8|float8|time|table)\}/g, (_, type: keyof (typeof SPELLED)[Dialect]) => SPELLED[dialect][type]);
 }
 
 export const migrations: readonly Migration[] = [

@@ -15,7 +15,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { migrate, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 
-/** How long a write waits for a write lock another process holds (documented: README, openapi.yaml's 503). */
+/** How long a write waits for a write lock another process holds (documented: docs/operations.md, openapi.yaml's 503). */
 export const LOCK_WAIT_MS = 5_000;
 /** Waits between tries for the lock: short at first (most holders commit within milliseconds), then capped. */
 const FIRST_RETRY_MS = 1;

@@ -23,7 +23,7 @@ export type PlantContent = Omit<PlantRecord, 'id'>;
 /**
  * Code that handles a plant's fields one by one (SQL, rows, migrations) declares beside it
  * `const … = { name: true, tag: true } satisfies EveryPlantField;`: a field added to Plant in
- * openapi.yaml then fails the type check there, naming the field (README: "Adding a field, end to end").
+ * openapi.yaml then fails the type check there, naming the field (docs/development.md: "Adding a field, end to end").
  */
 export type EveryPlantField = Record<keyof PlantContent, true>;
 

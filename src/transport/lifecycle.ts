@@ -12,7 +12,7 @@ import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
 
-/** How long a keep-alive connection idle when closing starts may still bring a request (documented in README). */
+/** How long a keep-alive connection idle when closing starts may still bring a request (documented in docs/operations.md, "Stopping"). */
 export const IDLE_GRACE_MS = 1_000;
 
 export interface Lifecycle {
