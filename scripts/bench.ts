@@ -32,16 +32,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { openStore } from '../src/store/factory.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = integerSetting('BENCH_CONNECTIONS', 64, 1);
+const DURATION = integerSetting('BENCH_DURATION', 10, 1);
 // Whole seconds per round: autocannon stops at its next one-second tick, so a fraction would run on anyway.
-const ROUND_SECONDS = Math.max(1, Math.round(DURATION / Number(process.env.BENCH_ROUNDS ?? 5)));
+const ROUND_SECONDS = Math.max(1, Math.round(DURATION / integerSetting('BENCH_ROUNDS', 5, 1)));
 const ROUNDS = Math.max(1, Math.round(DURATION / ROUND_SECONDS));
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -105,7 +107,7 @@ const TARGETS: Record<string, number> = { 'get by id': 1.4, 'list page of 100': 
 const REFERENCE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache') };
 const WARM_UP_SECONDS = 1;
 const STEAL_WARNING_PERCENT = 2;
-const LARGE_STORE = Number(process.env.BENCH_LARGE_STORE ?? 1_000_000);
+const LARGE_STORE = integerSetting('BENCH_LARGE_STORE', 1_000_000, 0);
 // The large store holds even ids from LARGE_BASE on; its create row adds odd ids among them, so
 // inserts land inside the filled key range rather than after it.
 const LARGE_BASE = 10_000_000_000;
@@ -440,16 +442,6 @@ function machineCpuTicks(): MachineTicks {
 // On a virtual machine a busy host takes CPU time away ("steal"); such a row's rates are low.
 function stealPercent(before: MachineTicks, after: MachineTicks): number {
   return (100 * (after.steal - before.steal)) / Math.max(1, after.total - before.total);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.on('error', reject);
-  });
 }
 
 /** Milliseconds from spawning to the first answer of GET /healthz (tried every 5 ms). */

@@ -7,8 +7,8 @@
 // Settings: CHAOS_FAULT_MS (6000), CHAOS_TIMEOUT_MS (10000: the client-side bound on every request),
 // CHAOS_RECOVER_MS (30000), CHAOS_CLIENTS (16), CHAOS_SETTLE_WRITES (200), CHAOS_MAX_REQUESTS (200000),
 // CHAOS_FAULTS (comma-separated name fragments, e.g. "postgres,deploy"; default all).
-import { emptyFigures, everything, FAULTS, formatTable, runFault, type ChaosOptions, type FaultFigures } from './chaos-lib.ts';
-import { integerSetting } from './script-settings.ts';
+import { emptyFigures, everything, FAULTS, formatTable, runFault, type ChaosOptions, type FaultFigures } from '../test/harness/chaos.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
 const options: ChaosOptions = {
   faultMs: integerSetting('CHAOS_FAULT_MS', 6_000, 1),

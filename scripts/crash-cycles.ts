@@ -6,8 +6,8 @@
 // temporary directory), CRASH_SEED (default random; printed, to replay a run), CRASH_MIN_DELAY_MS (0)
 // and CRASH_MAX_DELAY_MS (500): the kill comes that long after the writers start.
 import { randomInt } from 'node:crypto';
-import { runCrashCycles } from './crash-lib.ts';
-import { integerSetting } from './script-settings.ts';
+import { runCrashCycles } from '../test/harness/crash.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
 const cycles = integerSetting('CRASH_CYCLES', 50, 1);
 const writers = integerSetting('CRASH_WRITERS', 8, 1);

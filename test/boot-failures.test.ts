@@ -8,7 +8,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_URL, postgresTestOptions } from './postgres.ts';
-import { runToExit, serverEnv, startServer, type ServerEnv } from './process.ts';
+import { runToExit, serverEnv, startServer, type ServerEnv } from './harness/process.ts';
 
 const PASSWORD = 'pa55-w0rd-in-the-url';
 

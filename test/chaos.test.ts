@@ -9,8 +9,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { FAULTS, runFault, type FaultDefinition } from '../scripts/chaos-lib.ts';
-import { FAULT_GROUPS, OPTIONS } from './chaos-faults.ts';
+import { FAULTS, runFault, type FaultDefinition } from './harness/chaos.ts';
+import { FAULT_GROUPS, OPTIONS } from './harness/chaos-faults.ts';
 
 t.test('every fault of npm run chaos is tested, in exactly one file', async (t) => {
   const grouped: string[] = Object.values(FAULT_GROUPS).flat();

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { runCrashCycles, type CycleFigures } from '../scripts/crash-lib.ts';
+import { runCrashCycles, type CycleFigures } from './harness/crash.ts';
 
 const SEED = 20_240_601;
 // The two runs use their own files and servers: side by side, the file stays well within its time.

@@ -5,9 +5,9 @@
 // itself once it is back, and have stored every write it acknowledged.
 import pg from 'pg';
 import t, { type Test } from 'tap';
-import { postgresBinDir, startPostgresCluster, type PostgresCluster } from '../scripts/faults/postgres-cluster.ts';
+import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './harness/postgres-cluster.ts';
 import { contractProblems } from './contract.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'postgres-faults-token-0123456789';
 const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

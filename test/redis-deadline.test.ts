@@ -8,9 +8,9 @@ import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
-import { redisServerAvailable, startRedisServer, type RedisServer } from '../scripts/faults/redis-server.ts';
+import { redisServerAvailable, startRedisServer, type RedisServer } from './harness/redis-server.ts';
 import { build } from './helper.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const FROZEN_TOKEN = 'redis-deadline-frozen-0123456789';
 const FRESH_TOKEN = 'redis-deadline-fresh-0123456789ab';

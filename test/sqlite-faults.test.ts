@@ -5,11 +5,11 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from '../scripts/faults/sqlite-faults.ts';
+import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from './harness/sqlite-faults.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { StoreUnavailableError } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'sqlite-faults-test-token-0123456789';
 /** The log line the server writes once writes start waiting for another process's lock. */

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { serverEnv, startServer } from './process.ts';
+import { serverEnv, startServer } from './harness/process.ts';
 
 const PROBE = join(import.meta.dirname, 'fixtures', 'next-tick-feedback.mjs');
 

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 
-export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface Exit {
   code: number | null;
@@ -32,8 +32,30 @@ export interface RunningServer extends ServerProcess {
 
 export type ServerEnv = Record<string, string>;
 
-/** What the helpers need of a tap Test: somewhere to register the kill. scripts/chaos-lib.ts passes its own. */
+/** What the helpers need of a tap Test: somewhere to register the kill. Cleanup is one outside tap. */
 export type Teardown = Pick<Test, 'teardown'>;
+
+/** Runs what the harness started, in reverse order; a Teardown for startServer outside tap (the chaos and crash runs). */
+export class Cleanup implements Teardown {
+  readonly #tasks: (() => unknown)[] = [];
+
+  teardown(task: () => any): void {
+    this.#tasks.push(task);
+  }
+
+  /** Runs every task, even after one fails; returns the failures' messages. */
+  async run(): Promise<string[]> {
+    const failures: string[] = [];
+    for (let task = this.#tasks.pop(); task !== undefined; task = this.#tasks.pop()) {
+      try {
+        await task();
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+    }
+    return failures;
+  }
+}
 
 /** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {

@@ -3,7 +3,7 @@
 // test files (FAULT_GROUPS) so that tap runs them beside other files instead of one after the other in a
 // single long file; chaos.test.ts checks that every fault of FAULTS is in exactly one group.
 import t from 'tap';
-import { FAULTS, runFault, type ChaosOptions } from '../scripts/chaos-lib.ts';
+import { FAULTS, runFault, type ChaosOptions } from './chaos.ts';
 
 export const OPTIONS: ChaosOptions = {
   faultMs: 1_500,
