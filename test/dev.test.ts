@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { isRunning, REPO_ROOT } from './harness/process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
+import { isRunning } from './harness/process.ts';
 
 const LISTENING = /^\{.*"pid":(\d+).*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}$/gm;
 const REGENERATED = /^dev: openapi\.yaml changed; regenerated src\/generated\/openapi\.ts, restarting$/gm;

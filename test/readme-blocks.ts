@@ -1,7 +1,7 @@
 // The README's code examples, read back so a test can check them against the files it runs.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from './harness/process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 export const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 

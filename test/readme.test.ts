@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
-import { REPO_ROOT } from './harness/process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 /** Every link target of a Markdown text: inline links and images, reference definitions, autolinks. */
 function markdownLinks(markdown: string): string[] {

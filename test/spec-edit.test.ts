@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parseDocument } from 'yaml';
-import { REPO_ROOT } from './harness/process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 const run = promisify(execFile);
 const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract'];

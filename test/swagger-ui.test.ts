@@ -6,7 +6,8 @@ import { chromium, type Locator, type Page } from 'playwright-core';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
-import { REPO_ROOT, serverEnv, startServer } from './harness/process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
+import { serverEnv, startServer } from './harness/process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'token-swagger-ui-test-0001';

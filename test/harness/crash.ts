@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { encodeCursor } from '../../src/plants/representation.ts';
-import { Cleanup, REPO_ROOT, startServer as startServerProcess, type Exit, type ServerEnv, type ServerProcess } from './process.ts';
+import { REPO_ROOT } from './paths.ts';
+import { Cleanup, startServer, type Exit, type ServerEnv, type ServerProcess } from './process.ts';
 
 /** The first id handed out: above 2^53, so ids only survive if int64 is handled exactly end to end. */
 const BASE_ID = 9_007_199_254_740_993n;
@@ -142,7 +143,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
   };
 
   try {
-    server = (await startServer(env, cleanup)).server;
+    server = (await startTimed(env, cleanup)).server;
     // A database given by URL may hold plants already: take ids above every existing one, and judge only those.
     const existing = await listPlants(server, BASE_ID - 1n);
     for (const id of existing.keys()) if (id >= nextId) nextId = id + 1n;
@@ -245,7 +246,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
         acknowledged: new Map([...model.values()].filter((p) => p.allowed.length === 1).map((p) => [p.id, p.allowed[0]!])),
       });
 
-      const restarted = await startServer(env, cleanup);
+      const restarted = await startTimed(env, cleanup);
       server = restarted.server;
       const before = violations.length;
       const checked = await verify(server, model, firstId, cycle, report);
@@ -470,9 +471,9 @@ function sqlitePath(databaseUrl: string): string | undefined {
 }
 
 /** The real server on `env`, with the time from spawning to its "Server listening at" line. */
-async function startServer(env: ServerEnv, cleanup: Cleanup): Promise<{ server: RunningServer; startupMs: number }> {
+async function startTimed(env: ServerEnv, cleanup: Cleanup): Promise<{ server: RunningServer; startupMs: number }> {
   const started = performance.now();
-  const running = await startServerProcess(cleanup, env);
+  const running = await startServer(cleanup, env);
   const { hostname, port } = new URL(running.url);
   return { server: { ...running, host: hostname, port: Number(port) }, startupMs: Math.round(performance.now() - started) };
 }

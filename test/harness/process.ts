@@ -2,10 +2,8 @@
 // start() resolves once the JSON log line "Server listening at http://..." says where it listens;
 // every process is SIGKILLed at the end of the test that spawned it if it is still running.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
-
-export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { REPO_ROOT } from './paths.ts';
 
 export interface Exit {
   code: number | null;
