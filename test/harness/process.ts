@@ -72,23 +72,31 @@ export interface SpawnOptions {
   command?: readonly string[];
   /** In a process group of its own, as a terminal's foreground job is: `process.kill(-pid)` signals the whole group. */
   detached?: boolean;
-  /** Runs the server as another user, for a test that needs to be refused what root is allowed. */
-  uid?: number;
-  gid?: number;
+  /**
+   * Without root's power to ignore file permissions, for a test that needs to be refused what root is
+   * allowed. As root the process keeps its user (so it still reads a private checkout) and loses
+   * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH through setpriv; any other user has neither anyway.
+   */
+  unprivileged?: boolean;
+}
+
+/** Drops root's permission override from `command` (see SpawnOptions.unprivileged). */
+function withoutPermissionOverride(command: readonly string[]): readonly string[] {
+  if (process.getuid?.() !== 0) return command;
+  return ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--', ...command];
 }
 
 export function spawnServer(
   t: Teardown,
   env: ServerEnv,
-  { command = [process.execPath, 'src/entry.js'], detached = false, ...as }: SpawnOptions = {},
+  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false }: SpawnOptions = {},
 ): ServerProcess {
-  const [file, ...args] = command;
+  const [file, ...args] = unprivileged ? withoutPermissionOverride(command) : command;
   const child = spawn(file!, args, {
     cwd: REPO_ROOT,
     detached,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    ...as,
   });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
@@ -155,9 +163,9 @@ export async function startServer(t: Teardown, env: ServerEnv, options?: SpawnOp
 export async function runToExit(
   t: Test,
   env: ServerEnv,
-  as: { uid?: number; gid?: number } = {},
+  options: Pick<SpawnOptions, 'unprivileged'> = {},
 ): Promise<Exit & { stdout: string; stderr: string }> {
-  const server = spawnServer(t, env, as);
+  const server = spawnServer(t, env, options);
   // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;
