@@ -1,4 +1,4 @@
-// npm run chaos: the bad day in production, on real processes (the runner is scripts/chaos-lib.ts).
+// npm run chaos: the bad day in production, on real processes (the runner is test/harness/chaos.ts).
 // Runs each fault against the real server under concurrent keep-alive writers (and a GET /healthz probe)
 // and prints a table: requests sent, writes acknowledged, acknowledged writes lost, answers outside openapi.yaml,
 // unanswered requests (resets, timeouts), other errors (neither 2xx nor the documented 503),

@@ -1,4 +1,4 @@
-// npm run crash: repeated crash safety of the real server (the runner is scripts/crash-lib.ts).
+// npm run crash: repeated crash safety of the real server (the runner is test/harness/crash.ts).
 // Starts node src/entry.js on one database again and again, SIGKILLs it at a random moment under
 // concurrent creates, replaces and deletes, and checks after every restart that each acknowledged
 // write is there (and, on SQLite, that the file passes PRAGMA integrity_check). Exits 1 on any violation.

@@ -1,4 +1,4 @@
-// npm run fuzz: the hostile-input property of test/fuzz.ts with a far larger budget than the test
+// npm run fuzz: the hostile-input property of test/harness/fuzz.ts with a far larger budget than the test
 // suite gives it, outside tap, on a fresh SQLite store in a temporary directory.
 //   FUZZ_RUNS    generated requests (default 20000)
 //   FUZZ_SEED    replay a run; random by default, and always printed

@@ -1,4 +1,4 @@
-// Repeated crash safety, short: the runner behind `npm run crash` (scripts/crash-lib.ts) for a few
+// Repeated crash safety, short: the runner behind `npm run crash` (test/harness/crash.ts) for a few
 // SIGKILL cycles with a fixed seed, and a check that the runner does notice a lost acknowledged write.
 import t from 'tap';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // PostgreSQL faults under load, on real processes: the server (node src/entry.js) on a cluster of
-// its own (scripts/faults/postgres-cluster.ts), whose backends are terminated or whose postmaster
+// its own (test/harness/postgres-cluster.ts), whose backends are terminated or whose postmaster
 // is SIGKILLed while writers keep sending. The service must survive, answer each request 200 or
 // the documented 503 (with Retry-After), say not ready while the database is gone, recover by
 // itself once it is back, and have stored every write it acknowledged.

@@ -1,4 +1,4 @@
-// Redis on the rate limit's path, with a redis-server of our own (scripts/faults/redis-server.ts)
+// Redis on the rate limit's path, with a redis-server of our own (test/harness/redis-server.ts)
 // frozen with SIGSTOP: requests are answered (the tap timeout is the bound, no duration is
 // asserted), the condition shows in /metrics and in one log line, limits are shared again after the
 // thaw, a frozen Redis does not hold the shutdown, and a request checked while the connection to

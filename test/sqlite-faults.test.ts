@@ -1,7 +1,7 @@
 // SQLite faults on the real server process: another process holding the write lock (reads and /healthz
 // answer while a create waits; the create answers 503 after the documented wait, or 200 once the lock is
 // released), and a full disk on a real small tmpfs (503 with Retry-After, /readyz not ready until a write
-// succeeds, nothing acknowledged lost). The faults come from scripts/faults/sqlite-faults.ts.
+// succeeds, nothing acknowledged lost). The faults come from test/harness/sqlite-faults.ts.
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';

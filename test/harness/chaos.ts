@@ -1,7 +1,7 @@
 // The bad day, measured: shared by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
-// Each fault runs against real processes: the real server (node src/entry.js, started as test/process.ts
+// Each fault runs against real processes: the real server (node src/entry.js, started as test/harness/process.ts
 // does) under concurrent keep-alive writers, and a real PostgreSQL cluster, redis-server, lock holder or
-// full disk from scripts/faults/. Per fault: warm up until writes are acknowledged, inject the fault,
+// full disk from test/harness/. Per fault: warm up until writes are acknowledged, inject the fault,
 // hold it, end it, poll for the first successful write (time to recover), let the load run a little
 // longer, then read back every plant whose write was acknowledged. Every request is bounded by a
 // client-side timeout, so a hung service shows up as "unanswered" instead of hanging the harness;
