@@ -38,10 +38,11 @@ import { join, resolve } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { openStore } from '../src/store/factory.ts';
+import { REPO_ROOT } from '../test/harness/paths.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { integerSetting } from '../test/harness/settings.ts';
 
@@ -175,7 +176,6 @@ interface Running extends Target {
   port: number;
 }
 
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 const BEFORE_NAME = 'service (before)';
 const rows: Row[] = [];
