@@ -24,7 +24,9 @@ const faults = FAULTS.filter((fault) => wanted.length === 0 || wanted.some((part
 
 // An interrupted run still kills everything it started.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void everything.run().finally(() => process.exit(130)));
+  process.once(signal, () => {
+    everything.run().finally(() => process.exit(130));
+  });
 }
 
 console.log(

@@ -17,7 +17,12 @@ const strict = process.env.FUZZ_STRICT === '1';
 // build(t) needs only a directory for the store and a place to register its teardown.
 const dir = mkdtempSync(join(tmpdir(), 'plants-fuzz-'));
 const teardowns: (() => unknown)[] = [];
-const harness = { testdir: () => dir, teardown: (fn: () => unknown) => void teardowns.push(fn) };
+const harness = {
+  testdir: () => dir,
+  teardown: (fn: () => unknown) => {
+    teardowns.push(fn);
+  },
+};
 
 process.stderr.write(`fuzz: seed ${seed}, ${runs} runs${strict ? ', strict' : ''} (replay with FUZZ_SEED=${seed} FUZZ_RUNS=${runs})\n`);
 let failed = true;

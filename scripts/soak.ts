@@ -71,6 +71,7 @@ try {
 async function work(worker: number): Promise<void> {
   let id = worker * 1_000_000_000;
   const mine: number[] = [];
+  // eslint-disable-next-line no-unmodified-loop-condition -- the finally block sets it while the workers await
   while (running) {
     const roll = Math.random();
     if (roll < 0.35 || mine.length === 0) {

@@ -151,9 +151,8 @@ const schema = {
 export class ConfigError extends Error {}
 
 // Ajv with env-schema's options (strings coerced to the schema's types, defaults filled in, every
-// error reported), used directly: env-schema built and checked two Ajv instances of its own at
-// every start (30 of ~390 ms to the first answer, cpu-prof of npm start); this reuses the Ajv the
-// request validation loads anyway, and the schema above needs no check against a meta-schema.
+// error reported), used directly so that a start loads no Ajv beyond the one request validation
+// needs anyway; the schema above is ours, so it needs no check against a meta-schema.
 let validateEnv: ReturnType<Ajv2020['compile']> | undefined;
 
 function validEnv(data: Record<string, string>): RawEnv {

@@ -99,6 +99,7 @@ t.test('every refusal is logged once as "request refused" with its status, reaso
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .filter((line) => line.msg === 'request refused' && line.reqId === `refusal-${name.length}`);
     t.equal(refusals.length, 1, `${name}: one line`);
-    t.match(refusals[0], { level: 30, statusCode: 401, reason: response.json().message }, `${name}: status and reason`);
+    const { message } = response.json() as { message: string };
+    t.match(refusals[0], { level: 30, statusCode: 401, reason: message }, `${name}: status and reason`);
   }
 });

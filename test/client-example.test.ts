@@ -1,23 +1,23 @@
-// The README's TypeScript client example, run as written (test/examples/client.ts, which the README
-// shows verbatim) in its own Node process against a real server process: ids 2^53+1 and 2^63-1
+// The TypeScript client example of docs/client.md, run as written (test/examples/client.ts, which the
+// page shows verbatim) in its own Node process against a real server process: ids 2^53+1 and 2^63-1
 // exact both ways, a walk over more than one page, a 412 for a stale ETag, a typed 409.
 import t from 'tap';
 import { runScript, serverEnv, startServer } from './harness/process.ts';
-import { example, readmeBlock } from './readme-blocks.ts';
+import { docBlock, example } from './readme-blocks.ts';
 
 const TOKEN = 'client-example-token-0123456789';
 const headers = { authorization: `Bearer ${TOKEN}` };
 
-t.test('README.md shows test/examples/client.ts verbatim', async (t) => {
-  t.equal(readmeBlock('## TypeScript client', 'ts'), example('client.ts'));
+t.test('docs/client.md shows test/examples/client.ts verbatim', async (t) => {
+  t.equal(docBlock('docs/client.md', '## Example', 'ts'), example('client.ts'));
 });
 
-t.test('the example, against a real server, prints what README.md says it prints', async (t) => {
+t.test('the example, against a real server, prints what docs/client.md says it prints', async (t) => {
   const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));
   const run = await runScript(t, 'test/examples/client.ts', [], { PLANT_STORE_URL: server.url, PLANT_STORE_TOKEN: TOKEN });
   t.equal(run.stderr, '', 'nothing on stderr');
   t.same({ code: run.code, signal: run.signal }, { code: 0, signal: null }, 'it exits 0');
-  t.equal(run.stdout, readmeBlock('It prints', 'text'), 'its output is the one README.md shows');
+  t.equal(run.stdout, docBlock('docs/client.md', 'It prints', 'text'), 'its output is the one docs/client.md shows');
 
   // What the server holds, read without the client: the ids it sent arrived digit for digit.
   const all = await fetch(`${server.url}/plants`, { headers });

@@ -1,4 +1,4 @@
-// The client's parts that the README example does not reach: which JSON keys it reads as int64
+// The client's parts that the example of docs/client.md does not reach: which JSON keys it reads as int64
 // (checked against openapi.yaml, so a new int64 field under another name fails here), plants
 // refused by parsePlantJson, and a failure without the API's Error body, from a real socket.
 import { readFileSync } from 'node:fs';
@@ -43,7 +43,10 @@ t.test("an answer without the API's Error body (a proxy's 502 page) is still a t
     response.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad Gateway</h1>');
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
-  t.teardown(() => new Promise<void>((resolve) => (proxy.closeAllConnections(), proxy.close(() => resolve()))));
+  t.teardown(() => new Promise<void>((resolve) => {
+    proxy.closeAllConnections();
+    proxy.close(() => resolve());
+  }));
   const store = createPlantStoreClient({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/` });
   const failure = await store.plants.get(1n).catch((error: unknown) => error);
   t.ok(failure instanceof PlantStoreError, 'a PlantStoreError');

@@ -11,7 +11,7 @@ import { TOKEN } from './helper.ts';
 
 /** Responses whose json() keeps int64 exact, as a bigint-aware client would parse them. */
 class ExactJsonResponse extends Response {
-  override json = async (): Promise<any> => parseJson(await this.text());
+  override json = async (): Promise<unknown> => parseJson(await this.text());
 }
 
 const NO_BODY = new Set([204, 304]);

@@ -111,17 +111,28 @@ t.test('with RATE_LIMIT_PER_MINUTE, X-RateLimit-* come on every authenticated an
 // Parsed with exact integers: an example above 2^53 must not be rounded on the way.
 const exactSpec = parseYaml(readFileSync(SPEC_PATH, 'utf8'), { intAsBigInt: true });
 
-function resolve(node: any): any {
-  if (typeof node?.$ref !== 'string') return node;
-  return node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key], exactSpec);
+interface Parameter {
+  in: string;
+  name: string;
+  example: bigint;
+  schema: { examples?: bigint[] };
+}
+type Ref = { $ref: string };
+type ParameterOwner = { parameters?: (Parameter | Ref)[] };
+
+function resolve(node: Parameter | Ref): Parameter {
+  if (!('$ref' in node)) return node;
+  return node.$ref.slice(2).split('/').reduce<unknown>((at, key) => (at as Record<string, unknown>)[key], exactSpec) as Parameter;
 }
 
 t.test('every path parameter has a positive example; one is above 2^53', async (t) => {
   const examples: bigint[] = [];
-  for (const [path, item] of Object.entries<any>(exactSpec.paths)) {
-    const operations = Object.values<any>(item).filter((value) => typeof value === 'object' && 'responses' in value);
+  for (const [path, item] of Object.entries<ParameterOwner>(exactSpec.paths)) {
+    const operations = Object.values(item as Record<string, unknown>).filter(
+      (value): value is ParameterOwner => typeof value === 'object' && value !== null && 'responses' in value,
+    );
     for (const owner of [item, ...operations]) {
-      for (const parameter of (owner.parameters ?? []).map(resolve).filter((p: any) => p.in === 'path')) {
+      for (const parameter of (owner.parameters ?? []).map(resolve).filter((p) => p.in === 'path')) {
         t.type(parameter.example, 'bigint', `${path} {${parameter.name}} has an example`);
         t.ok(parameter.example > 0n, `${path} {${parameter.name}}: the example is a positive id`);
         examples.push(parameter.example, ...(parameter.schema.examples ?? []));
@@ -138,7 +149,7 @@ t.test('a cursor is an opaque position: a well-formed hand-made one is honoured,
   const handMade = Buffer.from('p1:100').toString('base64url');
   const page = await api(t, app, { method: 'GET', url: `/plants?cursor=${handMade}`, headers: AUTH });
   t.equal(page.statusCode, 200);
-  t.same(page.json().map((plant: { id: bigint }) => plant.id), [101n, 102n], 'the plants after id 100');
+  t.same((page.json() as { id: bigint }[]).map((plant) => plant.id), [101n, 102n], 'the plants after id 100');
   for (const cursor of [`${handMade}x`, Buffer.from('p1:1x').toString('base64url'), Buffer.from('p9:100').toString('base64url')]) {
     const refused = await api(t, app, { method: 'GET', url: `/plants?cursor=${cursor}`, headers: AUTH });
     t.equal(refused.statusCode, 400, `cursor ${cursor}`);

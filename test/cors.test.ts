@@ -76,8 +76,9 @@ t.test('an origin not in the list gets no CORS headers, and its preflight a 403'
 
   const refused = await api(t, app, preflight(OTHER_ORIGIN));
   t.equal(refused.statusCode, 403);
-  t.same(refused.json(), { error: 403, message: refused.json().message });
-  t.match(refused.json().message, /origin/i);
+  const { message } = refused.json() as { message: string };
+  t.same(refused.json(), { error: 403, message });
+  t.match(message, /origin/i);
   t.same(corsHeaders(refused.headers), []);
 
   const bare = await api(t, app, { method: 'OPTIONS', url: '/plants' });
@@ -178,7 +179,10 @@ function pageScript(apiUrl: string, token: string): string {
 /** A page server on 127.0.0.1: GET / answers the page; its script is filled in once the API's URL is known. */
 async function pageServer(t: Test, script: () => string): Promise<string> {
   const server: Server = createServer((request, response) => {
-    if (request.url !== '/') return void response.writeHead(404).end();
+    if (request.url !== '/') {
+      response.writeHead(404).end();
+      return;
+    }
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     response.end(`<!doctype html><title>plant app</title><script>${script()}</script>`);
   });

@@ -26,9 +26,17 @@ t.test('npm run dev regenerates the types and restarts on changes to openapi.yam
   let exited = false;
   const waiters = new Set<() => void>();
   const notify = () => [...waiters].forEach((waiter) => waiter());
-  dev.stdout.setEncoding('utf8').on('data', (chunk: string) => ((output += chunk), notify()));
-  dev.stderr.setEncoding('utf8').on('data', (chunk: string) => ((output += chunk), notify()));
-  const exit = new Promise<number | null>((resolve) => dev.on('close', (code) => ((exited = true), notify(), resolve(code))));
+  const collect = (chunk: string) => {
+    output += chunk;
+    notify();
+  };
+  dev.stdout.setEncoding('utf8').on('data', collect);
+  dev.stderr.setEncoding('utf8').on('data', collect);
+  const exit = new Promise<number | null>((resolve) => dev.on('close', (code) => {
+    exited = true;
+    notify();
+    resolve(code);
+  }));
   const killAll = () => {
     if (!exited) process.kill(-dev.pid!, 'SIGKILL');
   };

@@ -74,7 +74,7 @@ t.test('an internal failure is a 500 that leaks nothing and is logged', async (t
   const response = await createPlant(t, app, '{"id":1,"name":"x"}');
   t.equal(response.statusCode, 500);
   t.same(response.json(), { error: 500n, message: 'The service failed to handle this request; it has been logged.' });
-  t.notMatch(response.json().message, /sqlite|database|open|stack|\bat\b/i, 'no internals in the message');
+  t.notMatch((response.json() as { message: string }).message, /sqlite|database|open|stack|\bat\b/i, 'no internals in the message');
   t.match(logs(), /"level":50.*"msg":"request failed"/, 'the cause is logged as an error');
   t.match(logs(), /database is not open/i, 'with its real message');
 });

@@ -74,7 +74,7 @@ export interface ApiResponse {
   headers: Record<string, string | string[] | number | undefined>;
   body: string;
   /** The body parsed like the service parses bodies: integers are BigInt. */
-  json: () => any;
+  json: () => unknown;
 }
 
 /** Injects the request and fails the test when the response is not documented in openapi.yaml. */

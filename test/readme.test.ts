@@ -1,9 +1,13 @@
 // README.md and docs/ stand on their own in a clone: every link lands on a file of the repository
-// (or a heading of the same page), and no path the README names leaves the repository.
+// (or a heading of the page it names), and no path the README names leaves the repository. The
+// README stays a front door: short, with the two commands, links to every page of docs/, and a
+// configuration table that, like .env.example, names every variable src/config.ts reads.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
+import { loadConfig } from '../src/config.ts';
 import { REPO_ROOT } from './harness/paths.ts';
+import { readmeBlock } from './readme-blocks.ts';
 
 /** Every link target of a Markdown text: inline links and images, reference definitions, autolinks. */
 function markdownLinks(markdown: string): string[] {
@@ -24,14 +28,19 @@ function linkProblem(root: string, file: string, markdown: string, target: strin
   if (/^https?:\/\//i.test(target)) return undefined; // a public web page, not a file of someone's disk
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return `${target}: only http(s) links and paths inside the repository work in a clone`;
   const [path, fragment] = target.split('#') as [string, string | undefined];
-  if (path === '') {
-    const headings = [...markdown.matchAll(/^#{1,6}\s+(.+)$/gm)].map((match) => anchor(match[1]!));
-    return headings.includes(decodeURIComponent(fragment ?? '')) ? undefined : `${target}: no such heading`;
-  }
+  if (path === '') return headingsOf(markdown).includes(decodeURIComponent(fragment ?? '')) ? undefined : `${target}: no such heading`;
   const absolute = resolve(root, dirname(file), decodeURIComponent(path));
   if (path.startsWith('/') || relative(root, absolute).startsWith('..')) return `${target}: leaves the repository`;
   if (!existsSync(absolute)) return `${target}: no such file in the repository`;
+  if (fragment !== undefined && absolute.endsWith('.md') && !headingsOf(readFileSync(absolute, 'utf8')).includes(decodeURIComponent(fragment))) {
+    return `${target}: no such heading`;
+  }
   return undefined;
+}
+
+function headingsOf(markdown: string): string[] {
+  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '');
+  return [...prose.matchAll(/^#{1,6}\s+(.+)$/gm)].map((match) => anchor(match[1]!));
 }
 
 t.test('every link of README.md stays in the repository and lands on something', async (t) => {
@@ -63,5 +72,66 @@ t.test('the link check refuses what it should', async (t) => {
   t.equal(linkProblem(REPO_ROOT, 'README.md', markdown, '#tokens-and-scopes'), undefined);
   t.equal(linkProblem(REPO_ROOT, 'README.md', markdown, '#nowhere'), '#nowhere: no such heading');
   t.equal(linkProblem(REPO_ROOT, 'README.md', markdown, 'openapi.yaml'), undefined);
+  t.equal(linkProblem(REPO_ROOT, 'README.md', markdown, 'docs/operations.md#tokens-and-scopes'), undefined);
+  t.equal(linkProblem(REPO_ROOT, 'README.md', markdown, 'docs/operations.md#nowhere'), 'docs/operations.md#nowhere: no such heading');
+  t.equal(linkProblem(REPO_ROOT, 'docs/webhooks.md', markdown, '../README.md#configuration'), undefined);
   t.same(markdownLinks('[a](x.md) ![b](img/y.png "title") <https://e.org> `[d](../code)`\n[c]: ../w.md\n'), ['x.md', 'img/y.png', '../w.md', 'https://e.org']);
+});
+
+t.test('README.md is a front door: short, the two commands, a link to every page of docs/', async (t) => {
+  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  t.ok(readme.split('\n').length <= 250, `README.md has ${readme.split('\n').length} lines; depth belongs in docs/`);
+  const commands = readmeBlock('## The two commands', 'sh');
+  t.match(commands, /^npm ci && npm start\b/m, 'serve, with no configuration');
+  t.match(commands, /^npm test\b/m, 'run every test');
+  const links = markdownLinks(readme);
+  const pages = readdirSync(join(REPO_ROOT, 'docs')).filter((name) => name.endsWith('.md'));
+  t.same(pages.filter((name) => !links.includes(`docs/${name}`)), [], 'every page of docs/ is linked');
+});
+
+/** The variables src/config.ts validates, with their defaults (undefined: none), read from its schema. */
+function configVariables(): Map<string, string | undefined> {
+  const source = readFileSync(join(REPO_ROOT, 'src', 'config.ts'), 'utf8');
+  const schema = /^const schema = \{([\s\S]*?)^\} as const;$/m.exec(source)?.[1] ?? '';
+  const names = [...schema.matchAll(/^ {4}([A-Z][A-Z0-9_]*): \{/gm)];
+  return new Map(
+    names.map((match, index) => {
+      const body = schema.slice(match.index, names[index + 1]?.index);
+      const value = /default: (?:'([^']*)'|([^,\s}]+))/.exec(body);
+      return [match[1]!, value ? (value[1] ?? value[2]) : undefined];
+    }),
+  );
+}
+
+/** README's configuration table: each variable it names, with the text of its Default cell. */
+function readmeConfigTable(): Map<string, string> {
+  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## Configuration\n'));
+  const table = /^\| Variable \| Default \|[^\n]*\n\|[-| ]+\|\n((?:\|[^\n]*\n)+)/m.exec(section)?.[1] ?? '';
+  const rows = table.trimEnd().split('\n').map((row) => row.split(' | '));
+  return new Map(rows.flatMap(([names = '', defaults = '']) => [...names.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((name) => [name[1]!, defaults])));
+}
+
+/** The KEY=value lines of .env.example. */
+function envExample(): Map<string, string> {
+  const text = readFileSync(join(REPO_ROOT, '.env.example'), 'utf8');
+  return new Map([...text.matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]));
+}
+
+t.test("README's configuration table names every variable src/config.ts reads, with its default", async (t) => {
+  const variables = configVariables();
+  t.ok(variables.size >= 30, `the schema of src/config.ts was read (${variables.size} variables)`);
+  const table = readmeConfigTable();
+  t.same([...variables.keys()].filter((name) => !table.has(name)), [], 'no variable missing from the table');
+  for (const [name, value] of variables) {
+    const shown = value === '' ? '(none)' : `\`${value}\``; // an empty default means the variable is unset
+    if (value !== undefined) t.ok(table.get(name)?.includes(shown), `${name}: the table gives its default ${shown}`);
+  }
+});
+
+t.test('.env.example names exactly the variables src/config.ts reads, set to their defaults', async (t) => {
+  const variables = configVariables();
+  const example = envExample();
+  t.same([...example.keys()].sort(), [...variables.keys()].sort());
+  t.same(loadConfig(Object.fromEntries(example)), loadConfig({}), 'loading it changes nothing');
 });

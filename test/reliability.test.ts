@@ -334,7 +334,10 @@ t.test('slow-loris: headers trickling in past HEADERS_TIMEOUT get 408 and the co
   // The slow client's pace: one header byte every 200 ms; a normal request with each byte.
   const trickle = setInterval(() => {
     if (!slow.socket.destroyed) slow.socket.write('a');
-    normal.push(fetch(`${base}/healthz`).then(async (response) => (await response.text(), response.status)));
+    normal.push(fetch(`${base}/healthz`).then(async (response) => {
+      await response.text();
+      return response.status;
+    }));
   }, 200);
   const closed = await within(5_000, slow.closed, 'still open after 5 s' as const);
   clearInterval(trickle);
@@ -373,15 +376,14 @@ t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT', async
 
 /** A store whose `attempted` resolves once the dispatcher has counted a delivery attempt and stored its outcome. */
 function watchAttempts(store: PlantStore): { store: PlantStore; attempted: Promise<void> } {
-  let resolve!: () => void;
-  const attempted = new Promise<void>((r) => (resolve = r));
+  const { promise: attempted, resolve } = Promise.withResolvers<void>();
   const watched = new Proxy(store, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (key === 'recordAttempt') void Promise.resolve(result).then(resolve, resolve);
+        if (key === 'recordAttempt') Promise.resolve(result).then(() => resolve(), () => resolve());
         return result;
       };
     },

@@ -167,7 +167,9 @@ for (const { signal, to } of SUPERVISED) {
     const serverPid = Number(listening[1]);
     t.not(serverPid, npm.child.pid, `the server (pid ${serverPid}) runs under npm (pid ${npm.child.pid})`);
     // Only if the test fails: the orphan it found is stopped, by its pid.
-    t.teardown(() => void (isRunning(serverPid) && process.kill(serverPid, 'SIGKILL')));
+    t.teardown(() => {
+      if (isRunning(serverPid)) process.kill(serverPid, 'SIGKILL');
+    });
 
     process.kill(to === 'npm' ? npm.child.pid! : -npm.child.pid!, signal);
     const exit = await within(20_000, npm.exited, 'npm still running 20 s after the signal' as const);

@@ -26,7 +26,7 @@ t.test('two instances on one PostgreSQL database', await postgresTestOptions(), 
   });
   t.equal(replaced.status, 200, 'replaced on A with the ETag B answered');
   const afterReplace = await fetch(`${b.url}/plants/9007199254740993`, { headers });
-  t.same(await afterReplace.json(), { name: 'Monstera deliciosa', id: 9007199254740993 }, 'B sees the replacement at once');
+  t.equal(await afterReplace.text(), '{"id":9007199254740993,"name":"Monstera deliciosa"}', 'B sees the replacement at once');
   t.equal(afterReplace.headers.get('etag'), replaced.headers.get('etag'), 'with the same ETag');
   const stale = await fetch(`${b.url}/plants/9007199254740993`, { method: 'DELETE', headers: { ...headers, 'if-match': etag } });
   t.equal(stale.status, 412, 'B refuses a delete with the ETag from before the replace');

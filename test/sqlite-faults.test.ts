@@ -99,6 +99,7 @@ const fullDiskOptions = { skip: noSmallDisk !== undefined && process.env.CI !== 
 
 t.test('a full disk: creates answer 503 with Retry-After, /readyz 503 until a write succeeds, nothing acknowledged is lost', fullDiskOptions, async (t) => {
   const disk = await smallDisk(8 * 1024 * 1024);
+  // eslint-disable-next-line prefer-const -- the teardown, registered first so the disk goes even if the start fails, reads it
   let server: RunningServer | undefined;
   t.teardown(async () => {
     await server?.stop('SIGKILL');

@@ -107,17 +107,30 @@ t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
 });
 
 t.test('every operation has an example for each request body and each response body', async (t) => {
-  const document = parseYaml(readFileSync(SPEC_PATH, 'utf8')) as Record<string, any>;
-  const deref = (value: any): any => (typeof value?.$ref === 'string' ? value.$ref.split('/').slice(1).reduce((node: any, key: string) => node[key], document) : value);
+  interface Body {
+    $ref?: string;
+    content?: Record<string, object>;
+  }
+  interface Operation {
+    operationId?: unknown;
+    requestBody?: Body;
+    responses?: Record<string, Body>;
+  }
+  type PathItems = Record<string, Record<string, Operation | undefined>>;
+  const document = parseYaml(readFileSync(SPEC_PATH, 'utf8')) as { paths: PathItems; webhooks?: PathItems };
+  const deref = (value: Body | undefined): Body | undefined => {
+    if (typeof value?.$ref !== 'string') return value;
+    return value.$ref.split('/').slice(1).reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document) as Body;
+  };
   const missing: string[] = [];
   for (const group of [document.paths, document.webhooks ?? {}]) {
-    for (const item of Object.values<any>(group)) {
-      for (const operation of Object.values<any>(item)) {
+    for (const item of Object.values(group)) {
+      for (const operation of Object.values(item)) {
         if (typeof operation?.operationId !== 'string') continue;
-        const bodies: [string, any][] = [['request body', deref(operation.requestBody)]];
-        for (const [status, response] of Object.entries<any>(operation.responses ?? {})) bodies.push([status, deref(response)]);
+        const bodies: [string, Body | undefined][] = [['request body', deref(operation.requestBody)]];
+        for (const [status, response] of Object.entries(operation.responses ?? {})) bodies.push([status, deref(response)]);
         for (const [where, body] of bodies) {
-          for (const [type, media] of Object.entries<any>(body?.content ?? {})) {
+          for (const [type, media] of Object.entries(body?.content ?? {})) {
             if (!('example' in media) && !('examples' in media)) missing.push(`${operation.operationId} ${where} ${type}`);
           }
         }

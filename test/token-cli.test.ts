@@ -134,7 +134,7 @@ t.test('create --name ci-reader --scope plants:read --expires 30d: the token rea
     t.match(challenge, /^Bearer realm="plants"/, `a Bearer challenge (${challenge})`);
     t.match(challenge, 'error="insufficient_scope"', 'error="insufficient_scope"');
     t.match(challenge, 'scope="plants:write"', 'naming the scope needed');
-    const body = write.json();
+    const body = write.json() as { error: bigint; message: string };
     t.same(Object.keys(body).sort(), ['error', 'message'], 'the Error body');
     t.equal(body.error, 403n, 'error: 403');
     t.ok(typeof body.message === 'string' && body.message.length > 0, `a message (${body.message})`);

@@ -1,4 +1,4 @@
-// The README's webhook receiver (test/examples/webhook-receiver.ts, shown verbatim) run as a real
+// The webhook receiver of docs/webhooks.md (test/examples/webhook-receiver.ts, shown verbatim) run as a real
 // HTTP receiver in its own process, fed a real delivery by a real server: the plant it reads
 // keeps the id 2^53+1 exact, and a delivery with a forged signature is refused.
 import { spawn } from 'node:child_process';
@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { createPlantStoreClient } from '../src/client/index.ts';
 import { REPO_ROOT } from './harness/paths.ts';
 import { serverEnv, startServer } from './harness/process.ts';
-import { example, readmeBlock } from './readme-blocks.ts';
+import { docBlock, example } from './readme-blocks.ts';
 
 const TOKEN = 'webhook-example-token-0123456789';
 
@@ -32,9 +32,19 @@ function startReceiver(t: Test, env: Record<string, string>) {
   let exited = false;
   const waiters = new Set<() => void>();
   const notify = () => [...waiters].forEach((waiter) => waiter());
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => ((stdout += chunk), notify()));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => ((stderr += chunk), notify()));
-  const closed = new Promise<void>((resolve) => child.once('close', () => ((exited = true), notify(), resolve())));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    notify();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    notify();
+  });
+  const closed = new Promise<void>((resolve) => child.once('close', () => {
+    exited = true;
+    notify();
+    resolve();
+  }));
   t.teardown(async () => {
     if (!exited) child.kill('SIGKILL');
     await closed;
@@ -52,8 +62,8 @@ function startReceiver(t: Test, env: Record<string, string>) {
   return { printed, stdout: () => stdout, stderr: () => stderr };
 }
 
-t.test('README.md shows test/examples/webhook-receiver.ts verbatim', async (t) => {
-  t.equal(readmeBlock('Verify a delivery with any Standard Webhooks library', 'ts'), example('webhook-receiver.ts'));
+t.test('docs/webhooks.md shows test/examples/webhook-receiver.ts verbatim', async (t) => {
+  t.equal(docBlock('docs/webhooks.md', 'Verify a delivery with any Standard Webhooks library', 'ts'), example('webhook-receiver.ts'));
 });
 
 t.test('the example receives a real delivery of plant 9007199254740993 with its id exact', async (t) => {

@@ -11,6 +11,7 @@ import t, { type Test } from 'tap';
 import { parseJson } from '../src/http/json.ts';
 import { isPublicAddress } from '../src/webhooks/targets.ts';
 import type { PlantStore } from '../src/store/types.ts';
+import type { components } from '../src/generated/openapi.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { typedClient } from './client.ts';
 import { contractProblems } from './contract.ts';
@@ -72,7 +73,7 @@ async function receiver(t: Test, answers: Answer[] = [], otherwise: Answer = 200
       const answer = script.length > 0 ? script.shift()! : otherwise;
       if (answer === 'hang') return;
       const { status, headers = {}, when } = typeof answer === 'number' ? { status: answer } : answer;
-      void Promise.resolve(when).then(() => response.writeHead(status, headers).end('ok'));
+      Promise.resolve(when).then(() => response.writeHead(status, headers).end('ok'));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -93,7 +94,13 @@ async function receiver(t: Test, answers: Answer[] = [], otherwise: Answer = 200
       return new Promise((resolve, reject) => {
         // A guard, not a wait: a missing behaviour fails here rather than at tap's timeout.
         const guard = setTimeout(() => reject(new Error(`request ${n} never arrived (got ${requests.length})`)), 5_000).unref();
-        waiting.push({ n, resolve: (request) => (clearTimeout(guard), resolve(request)) });
+        waiting.push({
+          n,
+          resolve: (request) => {
+            clearTimeout(guard);
+            resolve(request);
+          },
+        });
       });
     },
   };
@@ -116,6 +123,8 @@ function verifies(secret: string, body: string, headers: IncomingHttpHeaders): b
 // ---------------------------------------------------------------------------------------------
 // The API
 
+type WebhookBody = components['schemas']['Webhook'];
+
 interface Subscribed {
   id: bigint;
   secret: string;
@@ -129,7 +138,7 @@ async function subscribe(t: Test, app: FastifyInstance, url: string, events?: st
     payload: JSON.stringify({ url, ...(events && { events }) }),
   });
   t.equal(response.statusCode, 201, `subscribed ${url}`);
-  const { id, secret } = response.json();
+  const { id, secret } = response.json() as Subscribed;
   return { id, secret };
 }
 
@@ -174,13 +183,13 @@ async function onlyDelivery(t: Test, app: FastifyInstance, webhookId: bigint, st
 async function deliveries(t: Test, app: FastifyInstance, webhookId: bigint): Promise<DeliveryBody[]> {
   const response = await api(t, app, { method: 'GET', url: `/webhooks/${webhookId}/deliveries`, headers: AUTH });
   t.equal(response.statusCode, 200);
-  return response.json();
+  return response.json() as DeliveryBody[];
 }
 
-async function listWebhooks(t: Test, app: FastifyInstance): Promise<any[]> {
+async function listWebhooks(t: Test, app: FastifyInstance): Promise<WebhookBody[]> {
   const response = await api(t, app, { method: 'GET', url: '/webhooks', headers: AUTH });
   t.equal(response.statusCode, 200);
-  return response.json();
+  return response.json() as WebhookBody[];
 }
 
 function change(t: Test, app: FastifyInstance, method: 'PUT' | 'DELETE', id: string, payload?: string) {
@@ -410,7 +419,7 @@ t.test('a delivery fails for good after the last delay of the schedule', async (
   t.equal(hook.requests.length, 3, 'the first attempt and one per delay');
   t.equal(new Set(hook.requests.map((request) => request.headers['webhook-id'])).size, 1, 'all with the same webhook-id');
   const [webhook] = await listWebhooks(t, app);
-  t.equal(webhook.enabled, true, 'a failing receiver stays subscribed (only 410 disables)');
+  t.equal(webhook!.enabled, true, 'a failing receiver stays subscribed (only 410 disables)');
 });
 
 t.test('410 Gone fails the delivery at once and disables the subscription', async (t) => {
@@ -424,7 +433,7 @@ t.test('410 Gone fails the delivery at once and disables the subscription', asyn
   const delivery = await onlyDelivery(t, app, id, 'failed');
   t.match(delivery, { status: 'failed', attempts: 1n, lastResponseStatus: 410n, lastError: /410/ }, 'not retried');
   const [webhook] = await listWebhooks(t, app);
-  t.match(webhook, { id, enabled: false, disabledReason: /410/ }, `disabled: ${webhook.disabledReason}`);
+  t.match(webhook, { id, enabled: false, disabledReason: /410/ }, `disabled: ${webhook?.disabledReason}`);
 
   const other = await subscribe(t, app, control.url);
   await createPlant(t, app, '{"id":2,"name":"Ivy"}');

@@ -106,7 +106,10 @@ export async function createBearerAuth(
       // No header at all (an empty one may hide a second one, which is a 400): the one check left is
       // a token in the query string, which refuseMalformedCredentials answers with its own 400.
       if (request.headers.authorization === undefined) {
-        if (!Object.hasOwn(request.query as object, 'access_token')) return void refuse(request, reply, MISSING_TOKEN);
+        if (!Object.hasOwn(request.query as object, 'access_token')) {
+          refuse(request, reply, MISSING_TOKEN);
+          return;
+        }
       } else {
         const principal = knownPrincipal(request);
         if (principal !== undefined && missingScopes(principal.scopes, scopes).length === 0) {

@@ -61,7 +61,9 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     get closing() {
       return state.closing;
     },
-    onClosing: (stop) => void stops.push(stop),
+    onClosing: (stop) => {
+      stops.push(stop);
+    },
   };
 }
 

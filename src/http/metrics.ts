@@ -54,10 +54,10 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
   });
   // Every reason shown from the start, at 0, so a rate() over it has a series before the first skip.
   for (const reason of ['timeout', 'unavailable', 'error'] as const) skippedChecks.inc({ reason }, 0);
-  new Gauge({
+  registry.registerMetric(new Gauge({
     name: 'webhook_deliveries_pending',
     help: 'Webhook deliveries waiting to be sent or retried (the outbox queue depth)',
-    registers: [registry],
+    registers: [],
     async collect() {
       try {
         this.set(await pendingDeliveries());
@@ -65,7 +65,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
         // The last known depth stays: /metrics must answer above all while the store does not.
       }
     },
-  });
+  }));
 
   // Each route observes with its operation and method fixed when it is added: reading the operation
   // per request through request.routeOptions built a dozen-field object every time, and a series

@@ -21,8 +21,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
   return {
     async createPlant(request) {
       const { id } = request.body;
-      // The validated body is the record itself: only the schema's fields, none of them undefined (a
-      // copy through plantWith cost a spread and a key list on every create).
+      // The validated body is the record itself (only the schema's fields, none undefined): no copy needed.
       const result = await store.createPlant(request.body);
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
@@ -39,7 +38,7 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       const page = await store.listPlants({ after, tag, limit: limit + 1, compactIds: true });
       if (page.length > limit) {
         page.length = limit;
-        // Written out: URLSearchParams cost as much as the rest of the handler. Cursors are URL-safe.
+        // Written out rather than through URLSearchParams: cursors are URL-safe and the tag is encoded.
         const tagParameter = tag === undefined ? '' : `&tag=${encodeURIComponent(tag)}`;
         reply.header('link', `</plants?limit=${limit}${tagParameter}&cursor=${encodeCursor(page.at(-1)!.id)}>; rel="next"`);
       }

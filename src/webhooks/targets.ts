@@ -98,8 +98,8 @@ function publicOnlyLookup(hostname: string, options: LookupOptions, callback: Lo
 
 function resolve(host: string): Promise<string[]> {
   if (isIP(host) !== 0) return Promise.resolve([host]);
-  return new Promise((done, fail) =>
-    dnsLookup(host, { all: true }, (error, addresses) => (error ? fail(error) : done(addresses.map((entry) => entry.address)))),
+  return new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses.map((entry) => entry.address)))),
   );
 }
 

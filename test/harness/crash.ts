@@ -14,7 +14,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { encodeCursor } from '../../src/plants/representation.ts';
 import { REPO_ROOT } from './paths.ts';
-import { Cleanup, startServer, type Exit, type ServerEnv, type ServerProcess } from './process.ts';
+import { Cleanup, startServer, type ServerEnv, type ServerProcess } from './process.ts';
 
 /** The first id handed out: above 2^53, so ids only survive if int64 is handled exactly end to end. */
 const BASE_ID = 9_007_199_254_740_993n;
@@ -167,6 +167,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
       const writer = async (w: number): Promise<void> => {
         const random = rng(options.seed, cycle, w + 1);
         const own = live[w]!;
+        // eslint-disable-next-line no-unmodified-loop-condition -- the kill, in another task, sets it while this loop awaits
         while (!killed) {
           const roll = random();
           const kind = own.length === 0 || roll < 0.45 ? 'create' : roll < 0.8 ? 'replace' : 'delete';

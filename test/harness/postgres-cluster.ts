@@ -246,7 +246,7 @@ function clusterOwner(): Owner | undefined {
 function startWatchdog(dir: string): ChildProcess {
   const script = [
     'cat >/dev/null',
-    'for p in /proc/[0-9]*; do [ "$(readlink "$p/cwd" 2>/dev/null)" = "$1/data" ] && kill -9 "${p#/proc/}" 2>/dev/null; done',
+    'for p in /proc/[0-9]*; do [ "$(readlink "$p/cwd" 2>/dev/null)" = "$1/data" ] && kill -9 "$(basename "$p")" 2>/dev/null; done',
     'rm -rf "$1"',
   ].join('\n');
   const watchdog = spawn('sh', ['-c', script, 'pg-fault-watchdog', dir], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });

@@ -37,7 +37,7 @@ export type Teardown = Pick<Test, 'teardown'>;
 export class Cleanup implements Teardown {
   readonly #tasks: (() => unknown)[] = [];
 
-  teardown(task: () => any): void {
+  teardown(task: () => unknown): void {
     this.#tasks.push(task);
   }
 
@@ -103,8 +103,14 @@ export function spawnServer(
   const notify = () => {
     for (const waiter of [...waiters]) waiter();
   };
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => ((output.stdout += chunk), notify()));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => ((output.stderr += chunk), notify()));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    output.stdout += chunk;
+    notify();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    output.stderr += chunk;
+    notify();
+  });
 
   let done = false;
   const exited = new Promise<Exit>((resolve, reject) => {

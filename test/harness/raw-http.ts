@@ -123,7 +123,10 @@ export function rawResponses(received: string): RawResponse[] {
 export function tryConnect(port: number): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
   });
 }

@@ -62,7 +62,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       if (!/address already in use/i.test(lastError.message)) throw lastError;
     }
   }
-  throw lastError!;
+  throw lastError ?? new Error('no port to try');
 }
 
 async function startOn(port: number): Promise<RedisServer> {

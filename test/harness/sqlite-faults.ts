@@ -70,7 +70,10 @@ export async function holdWriteLock(dbPath: string): Promise<LockHolder> {
   liveHolders.add(child);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const exited = new Promise<void>((resolve) => child.once('close', () => (liveHolders.delete(child), resolve())));
+  const exited = new Promise<void>((resolve) => child.once('close', () => {
+    liveHolders.delete(child);
+    resolve();
+  }));
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('locked') && resolve());
