@@ -1,5 +1,5 @@
 // The TypeScript types of openapi.yaml (src/generated/openapi.ts, written by npm run generate), after
-// checking it against the OpenAPI meta-schema, a check the server's boot leaves out (src/http/openapi-glue.ts).
+// checking it against the OpenAPI meta-schema, a check the server's boot leaves out (src/contract/routes.ts).
 import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';

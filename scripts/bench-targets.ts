@@ -10,10 +10,7 @@
 // service's group commit (creates arriving in the same event-loop turn share one transaction), with
 // the service's durability (SQLite: WAL, synchronous=FULL; both: the answer after the commit). No
 // auth, validation, ETag, hooks or metrics: that is what the service's ratio to them measures.
-// Each prints its port when listening. Each starts as the service's entry.js does, keeping one tick
-// object first (src/tick-objects.js): without it, whether nextTick runs through V8's runtime is up to
-// chance, and the ratios to the service would be too.
-import '../src/tick-objects.js';
+// Each prints its port when listening.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';

@@ -6,8 +6,6 @@
 // Where the cache cannot be written, Node carries on without it.
 // `npm start` runs this with `exec node ...`: npm starts its script through `sh -c`, and without
 // `exec` the shell stays between npm and Node, so the signals npm forwards never reach the server.
-// First of all, before any module loading can run a full GC: see tick-objects.js.
-import './tick-objects.js';
 import { enableCompileCache } from 'node:module';
 
 enableCompileCache();

@@ -6,14 +6,6 @@ import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
 import { ensureFirstToken } from './tokens/bootstrap.ts';
 
-// Node 24 pools small Buffers in 64 KiB slabs (Buffer.poolSize), and one live slice keeps its whole
-// slab. Every synchronously compressed answer makes such slices (the answer copied to a Buffer, the
-// compressor's output) and its compressor object, tied to a native handle, survives the young-generation
-// GCs that would free them: so the slabs piled up until a full GC, which V8 starts only when 64 MB
-// of such memory accumulates. Bench, page of 1,000 with gzip: process.memoryUsage().arrayBuffers
-// reached 60 MB and the peak RSS went from 145 to 214 MB. Node's former 8 KiB slabs pin a tenth as much.
-Buffer.poolSize = 8 * 1024;
-
 async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl, {

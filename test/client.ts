@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import createClient from 'openapi-fetch';
 import type { Test } from 'tap';
 import type { paths } from '../src/generated/openapi.ts';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { contractProblems } from './contract.ts';
 import { TOKEN } from './helper.ts';
 

@@ -1,10 +1,7 @@
 // Compression of large answers by Accept-Encoding, over app.inject and a real socket: each answer
 // is decoded as a client would and checked against openapi.yaml, its headers included.
-import { execFile } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
@@ -124,18 +121,4 @@ t.test('over a real socket, a brotli page of over 64 KiB arrives whole and decod
   t.equal(answer.headers['content-encoding'], 'br');
   t.match(answer.headers.vary, /accept-encoding/i);
   t.equal(decode('br', answer.raw), plain);
-});
-
-// zlib's one-shot compressors answer with a slice of their own 8 KiB output buffer, and each
-// compressor outlives young-generation GCs: every compressed answer kept 8 KiB until a full GC
-// (see src/http/compression.ts). The service's compressors let go of that buffer. Measured in a
-// process of its own, which can run young-generation GCs on demand (--expose-gc).
-t.test('the service\'s compressors keep nothing of an answer once it is dropped', async (t) => {
-  const fixture = join(import.meta.dirname, 'fixtures', 'compressed-answer-memory.mjs');
-  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--single-threaded-gc', fixture], { env: { ...process.env, NODE_OPTIONS: '' } });
-  const kept = JSON.parse(stdout) as Record<'zlib' | 'service', Record<'gzip' | 'br', number>>;
-  for (const encoding of ['gzip', 'br'] as const) {
-    t.ok(kept.service[encoding] < 1024, `${encoding}: ${kept.service[encoding]} bytes kept per answer (zlib's own: ${kept.zlib[encoding]})`);
-  }
-  if (kept.zlib.gzip < 1024) t.comment('this Node frees zlib\'s compressors young: the release in compression.ts is no longer needed');
 });

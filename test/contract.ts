@@ -6,8 +6,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
-import { exactIntegerKeyword, withExactIntegers } from '../src/http/integers.ts';
-import { parseJson } from '../src/http/json.ts';
+import { exactIntegerKeyword, withExactIntegers } from '../src/contract/integers.ts';
+import { parseJson } from '../src/contract/json.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML or JSON walked by key: its shape is what this code checks
 type Json = Record<string, any>;

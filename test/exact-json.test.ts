@@ -2,7 +2,7 @@
 // reads it. Bodies whose numbers are all plain integers take a path without a reviver; these
 // cases pin that both paths give the same values and refuse the same texts.
 import t from 'tap';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 
 t.test('integer literals become exact BigInts, on the fast path and off it', async (t) => {
   const cases: [string, unknown][] = [

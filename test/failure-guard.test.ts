@@ -3,7 +3,7 @@
 // memory is bounded without forgetting its worst offenders.
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
-import { createFailureLimiter, OFFENDERS_LIMIT, SUSPECTS_LIMIT } from '../src/http/failure-limiter.ts';
+import { createFailureLimiter, OFFENDERS_LIMIT, SUSPECTS_LIMIT } from '../src/security/failure-limiter.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { TOKEN, api, build } from './helper.ts';
 

@@ -7,7 +7,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { Test } from 'tap';
 import { buildApp, type AppDependencies } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { openStore } from '../src/store/factory.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';

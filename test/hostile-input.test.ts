@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import t, { type Test } from 'tap';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
 import { AUTH, build, createPlant } from './helper.ts';

@@ -10,7 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { loadConfig, type TimeoutConfig } from '../src/config.ts';
-import { IDLE_GRACE_MS } from '../src/http/lifecycle.ts';
+import { IDLE_GRACE_MS } from '../src/transport/lifecycle.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';

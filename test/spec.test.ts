@@ -4,7 +4,7 @@ import t from 'tap';
 import Fastify from 'fastify';
 import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { handlerFor } from '../src/app.ts';
-import { registerOpenapiGlue } from '../src/http/openapi-glue.ts';
+import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';
 import { build } from './helper.ts';
 
@@ -47,8 +47,8 @@ t.test('an operation without a handler stops the boot', async (t) => {
   t.throws(() => handlerFor({} as never, 'createPlant'), /declares operation "createPlant" but no handler implements it/);
 });
 
-// The boot no longer checks the contract against the OpenAPI meta-schema (src/http/openapi-glue.ts):
-// npm run generate (and so npm run dev) does, and this test.
+// The boot checks the contract against the OpenAPI meta-schema (fastify-openapi-glue does), and so do
+// npm run generate (and so npm run dev) and this test.
 t.test('openapi.yaml is a valid OpenAPI document, and the check refuses one that is not', async (t) => {
   const text = await readFile(SPEC_URL, 'utf8');
   await t.resolves(checkSpecification(text));

@@ -1,10 +1,10 @@
-// The store latency histogram (http/metrics.ts instrument) observes each store call beside its
+// The store latency histogram (observability/metrics.ts instrument) observes each store call beside its
 // caller, which awaits the store's own promise: these pin that both outcomes are counted and that a
 // failure reaches the caller unchanged.
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import t from 'tap';
-import { createMetrics } from '../src/http/metrics.ts';
+import { createMetrics } from '../src/observability/metrics.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 
 async function storeCalls(registry: { metrics(): Promise<string> }, method: string, outcome: string): Promise<number> {

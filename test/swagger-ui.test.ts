@@ -19,7 +19,7 @@ const chromiumSkip =
 
 const base64 = (path: string) => readFileSync(path).toString('base64');
 const FASTIFY_LOGO = base64(`${REPO_ROOT}node_modules/@fastify/swagger-ui/static/logo.svg`);
-const OUR_LOGO = base64(`${REPO_ROOT}src/http/docs-ui/logo.svg`);
+const OUR_LOGO = base64(`${REPO_ROOT}src/docs/docs-ui/logo.svg`);
 
 t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
   const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));

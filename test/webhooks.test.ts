@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import t, { type Test } from 'tap';
-import { parseJson } from '../src/http/json.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { isPublicAddress } from '../src/webhooks/targets.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import type { components } from '../src/generated/openapi.ts';

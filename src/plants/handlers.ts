@@ -1,7 +1,7 @@
 // The plant operations, one function per operationId, with their store passed in.
-import { ifMatchCondition, ifNoneMatchHits } from '../http/conditional.ts';
-import { HttpError } from '../http/errors.ts';
-import type { OperationHandler } from '../http/operations.ts';
+import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
+import { HttpError } from '../contract/errors.ts';
+import type { OperationHandler } from '../contract/operations.ts';
 import { type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
 import { decodeCursor, encodeCursor, plantEtag } from './representation.ts';
 

@@ -1,7 +1,7 @@
 // How a stored plant appears on the wire beyond its JSON shape (which the response schemas of
 // openapi.yaml write from the record): its ETag and its page cursor.
 import { hash } from 'node:crypto';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../contract/errors.ts';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 

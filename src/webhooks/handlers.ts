@@ -1,8 +1,8 @@
 // The subscription operations, one function per operationId.
 import { randomBytes } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
-import { HttpError } from '../http/errors.ts';
-import type { OperationHandler } from '../http/operations.ts';
+import { HttpError } from '../contract/errors.ts';
+import type { OperationHandler } from '../contract/operations.ts';
 import { WEBHOOK_EVENTS, type Delivery, type PlantStore, type Subscription } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 

@@ -5,7 +5,7 @@
 import type { FastifyInstance, LightMyRequestResponse as LightResponse } from 'fastify';
 import fc from 'fast-check';
 import type { Test } from 'tap';
-import { parseJson } from '../../src/http/json.ts';
+import { parseJson } from '../../src/contract/json.ts';
 import { plantEtag } from '../../src/plants/representation.ts';
 import { WEBHOOK_EVENTS, type PlantContent, type PlantStore } from '../../src/store/types.ts';
 import { hashToken, tokenHint } from '../../src/tokens/format.ts';

@@ -1,5 +1,5 @@
-// OpenTelemetry traces, sent to an OTLP/HTTP collector (JSON). Loaded by app.ts with a dynamic
-// import only when OTEL_* configures an endpoint, so an untraced process loads none of this.
+// OpenTelemetry traces, sent to an OTLP/HTTP collector (JSON). Loaded by the observability plugin
+// with a dynamic import only when OTEL_* configures an endpoint, so an untraced process loads none of this.
 // A span per request (@fastify/otel), named by the route's operationId and continuing the
 // client's W3C traceparent; a child span per store call; trace_id and span_id in the request's
 // log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
@@ -33,10 +33,21 @@ import {
 import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TracingConfig } from './config.ts';
-import { methodsOf } from './http/metrics.ts';
-import { withOutboxTrace } from './store/outbox-trace.ts';
-import type { AttemptResult, TraceAttempt } from './webhooks/dispatcher.ts';
+import type { TracingConfig } from '../config.ts';
+import { methodsOf } from './metrics.ts';
+
+/** What a webhook delivery attempt reports, and the attempt as the dispatcher runs it. */
+export interface AttemptResult {
+  status?: number;
+  error?: string;
+}
+export type TraceAttempt = (
+  delivery: { traceparent?: string; event: string; messageId: string; url: string },
+  attempt: (headers: Record<string, string>) => Promise<AttemptResult>,
+) => Promise<AttemptResult>;
+
+/** Runs a store call with the traceparent the store keeps with the webhook events that call writes. */
+export type WithOutboxTrace = <T>(traceparent: string, call: () => T) => T;
 
 export interface Tracing {
   /** Wraps every store method in a span, a child of the request (or delivery) that called it. */
@@ -49,7 +60,7 @@ const TRACER = 'plant-store';
 const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
-export async function startTracing(app: FastifyInstance, config: TracingConfig): Promise<Tracing> {
+export async function startTracing(app: FastifyInstance, config: TracingConfig, withOutboxTrace: WithOutboxTrace): Promise<Tracing> {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
     sampler: samplerFor(config),

@@ -4,7 +4,7 @@ import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
-import type { OperationHandler } from './operations.ts';
+import type { OperationHandler } from '../contract/operations.ts';
 
 export const DOCS_PREFIX = '/docs';
 

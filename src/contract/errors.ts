@@ -1,7 +1,6 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SecurityError } from 'fastify-openapi-glue';
 
 export interface ErrorBody {
   error: number;
@@ -125,10 +124,7 @@ function toHttpError(error: FastifyError, request: FastifyRequest, options: Erro
   // The not-found route parses a body before its handler runs; the route's absence is the answer.
   if (request.is404) return notFound(request);
   if (error instanceof HttpError) return error;
-  const cause = isSecurityError(error) ? securityCause(error) : error;
-  if (cause instanceof HttpError) return cause;
-  if (options.isUnavailable(cause)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
-  if (cause !== error) return new HttpError(500, INTERNAL_ERROR);
+  if (options.isUnavailable(error)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
   // Our own 403s are HttpErrors; any other is the docs' static files refusing a path outside their
   // folder (a `..` segment), and to a client there is simply no such document.
   if (error.statusCode === 403) return notFound(request);
@@ -147,18 +143,6 @@ function toHttpError(error: FastifyError, request: FastifyRequest, options: Erro
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) return new HttpError(status, sentence(error.message));
   return new HttpError(500, INTERNAL_ERROR);
-}
-
-// fastify-openapi-glue wraps what a security handler threw in a SecurityError listing the causes.
-// The class is exported at run time but typed as an interface only, so recognise it by shape.
-function isSecurityError(error: Error): error is SecurityError {
-  return error.name === 'Unauthorized' && Array.isArray((error as Partial<SecurityError>).errors);
-}
-
-/** The client's fault (an HttpError) when there is one; otherwise ours (say, the store failed). */
-function securityCause(error: SecurityError): unknown {
-  const causes: unknown[] = error.errors;
-  return causes.find((cause) => cause instanceof HttpError) ?? causes[0];
 }
 
 function sentence(message: string): string {

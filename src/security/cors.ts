@@ -3,7 +3,7 @@
 // token, is answered 204 instead of 401 or 404; registered not at all when the list is empty, so
 // that a service without browser clients runs no CORS hook on any request.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../contract/errors.ts';
 
 /** The methods of openapi.yaml's operations (GET, HEAD and POST need no preflight, but are named for clarity). */
 export const CORS_METHODS = ['GET', 'POST', 'PUT', 'DELETE'];

@@ -2,38 +2,35 @@
 // latency per method, webhook queue depth and delivery outcomes, rate-limit checks skipped because
 // of Redis, and the process defaults (memory, CPU, event-loop delay). Each app has its own
 // registry, so tests can build many.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { OperationHandler } from './operations.ts';
-import type { RedisSkipReason } from './redis-deadline.ts';
-import { hookList } from './route-hooks.ts';
-import { SeriesHistogram, type Observe } from './series-histogram.ts';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { OperationHandler } from '../contract/operations.ts';
+
+/** Records one observation, in seconds, into one series. */
+type Observe = (seconds: number) => void;
 
 export interface Metrics {
   registry: Registry;
   /** Wraps every method of the store so its latency is recorded, labelled by method name. */
   instrument<T extends object>(store: T): T;
   deliveryAttempt(result: 'delivered' | 'retry' | 'failed'): void;
-  rateLimitSkipped(reason: RedisSkipReason): void;
+  /** A rate-limit check skipped because Redis was late (timeout), unreachable (unavailable) or failed (error). */
+  rateLimitSkipped(reason: 'timeout' | 'unavailable' | 'error'): void;
 }
 
-// A route with several methods (and every 404) keys its series by both: method index × 1000 + status;
-// a method not listed here finds its series by name.
-const METHOD_KEYS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'CONNECT'];
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
 export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  // The two histograms on every request's path are our own, cheaper to observe (series-histogram.ts).
-  const requests = new SeriesHistogram({
+  const requests = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time to answer a request, by operation (the operationId, or "unknown") and status',
     labelNames: ['operation', 'method', 'status'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  const storeLatency = new SeriesHistogram({
+  const storeLatency = new Histogram({
     name: 'store_operation_duration_seconds',
     help: 'Time the store took per method, failures included',
     labelNames: ['method', 'outcome'] as const,
@@ -67,30 +64,19 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   }));
 
-  // Each route observes with its operation and method fixed when it is added: reading the operation
-  // per request through request.routeOptions built a dozen-field object every time, and a series
-  // is then found by the status alone. A 404 has no route: "unknown", whatever the method.
-  const observerFor = (operation: string, method?: string) => {
-    const byStatus = new Map<number, Observe>();
-    return (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const methodKey = method === undefined ? METHOD_KEYS.indexOf(request.method) : 0;
-      const key = reply.statusCode + 1000 * methodKey;
-      let observe = methodKey < 0 ? undefined : byStatus.get(key);
-      if (observe === undefined) {
-        observe = requests.series(operation, request.method, String(reply.statusCode));
-        if (methodKey >= 0) byStatus.set(key, observe);
-      }
-      observe(reply.elapsedTime / 1000);
-      done();
-    };
-  };
-  app.addHook('onRoute', (route) => {
-    const operation = (route.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
-    const method = typeof route.method === 'string' ? route.method : undefined;
-    route.onResponse = [...hookList(route.onResponse), observerFor(operation, method)];
+  // Every answer, routed or not (a 404 has no operation: "unknown"), by operation, method and status.
+  const observers = new Map<string, Observe>();
+  app.addHook('onResponse', (request, reply, done) => {
+    const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
+    const key = `${operation} ${request.method} ${reply.statusCode}`;
+    let observe = observers.get(key);
+    if (observe === undefined) {
+      observe = requests.labels(operation, request.method, String(reply.statusCode)).observe;
+      observers.set(key, observe);
+    }
+    observe(reply.elapsedTime / 1000);
+    done();
   });
-  const observeUnrouted = observerFor('unknown');
-  app.addHook('onResponse', (request, reply, done) => (request.is404 ? observeUnrouted(request, reply, done) : done()));
 
   return {
     registry,
@@ -111,8 +97,8 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
           // promise, not one chained to it (a promise and a turn of the microtask queue less per call).
           // The rejection handler keeps a failure from also being reported as unhandled here.
           result.then(
-            () => (ok ??= storeLatency.series(name, 'ok'))(secondsSince(started)),
-            () => (failed ??= storeLatency.series(name, 'error'))(secondsSince(started)),
+            () => (ok ??= storeLatency.labels(name, 'ok').observe)(secondsSince(started)),
+            () => (failed ??= storeLatency.labels(name, 'error').observe)(secondsSince(started)),
           );
           return result;
         };

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { HttpError, rawErrorAnswer } from './errors.ts';
+import { HttpError, rawErrorAnswer } from '../contract/errors.ts';
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {

@@ -7,9 +7,8 @@ import { exactIntegerKeyword, withExactIntegers } from './integers.ts';
 
 function createAjv(options: Options): Ajv2020 {
   // strict: false because OpenAPI schemas carry keywords Ajv does not know (example, xml, ...).
-  // validateSchema: false because the whole contract is checked against the OpenAPI schema by
-  // npm run generate and the tests (see http/openapi-glue.ts); checking each part again against
-  // Ajv's meta-schema only slowed every start.
+  // validateSchema: false because fastify-openapi-glue has checked the whole contract against the
+  // OpenAPI schema at boot; checking each part again against Ajv's meta-schema only slows the start.
   const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: false, useDefaults: true, ...options });
   addFormats.default(ajv);
   ajv.addKeyword(exactIntegerKeyword);

@@ -10,7 +10,7 @@
 // idle throughout are closed, as a keep-alive timeout would close them.
 import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../contract/errors.ts';
 
 /** How long a keep-alive connection idle when closing starts may still bring a request (documented in README). */
 export const IDLE_GRACE_MS = 1_000;

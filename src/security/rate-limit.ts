@@ -1,14 +1,14 @@
 // Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit. It runs as a
 // preParsing hook, after authentication, so the key is the token and not the address; with
-// REDIS_URL the budget is shared by every instance through the plugin's Redis store, each call
-// bounded by REDIS_TIMEOUT (redis-deadline.ts): past it, or with Redis down, the check is skipped
-// (skipOnError) and the request served unlimited; serving without a limit beats not serving.
+// REDIS_URL the budget is shared by every instance through a Redis store (the plugin's documented
+// custom store interface), each call bounded by REDIS_TIMEOUT (redis-deadline.ts): past it, or with
+// Redis down, the check is skipped (skipOnError) and the request served unlimited; serving without
+// a limit beats not serving.
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import RedisStore from '@fastify/rate-limit/store/RedisStore.js';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { setTimeout as delay } from 'node:timers/promises';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../contract/errors.ts';
 import { createRedisDeadline, type RedisDeadline, type RedisSkipReason } from './redis-deadline.ts';
 
 export interface RateLimitOptions {
@@ -53,7 +53,7 @@ async function sharedStore(app: FastifyInstance, url: string, options: RateLimit
   });
   redis.on('error', (error: Error) => deadline.connectionError(error));
   redis.on('ready', () => deadline.connectionReady());
-  return storeWithDeadline(new RedisStore(false, false, redis, NAMESPACE), deadline);
+  return redisStore(redis, deadline);
 }
 
 // ioredis is loaded only when REDIS_URL asks for it. Its offline queue holds a command only while a
@@ -70,16 +70,25 @@ async function connectRedis(app: FastifyInstance, url: string, timeoutMs: number
   return redis;
 }
 
+// A fixed window per key: the first hit starts it (PEXPIRE), every hit counts (INCR), and the
+// answer says how long the window has left (PTTL), in one round trip.
+const INCREMENT = `
+local current = redis.call('INCR', KEYS[1])
+local ttl = tonumber(ARGV[1])
+if current == 1 then redis.call('PEXPIRE', KEYS[1], ttl) else ttl = redis.call('PTTL', KEYS[1]) end
+return {current, ttl}
+`;
+
 type IncrResult = { current: number; ttl: number };
 type IncrCallback = (error: Error | null, result?: IncrResult) => void;
+type RateLimitRedis = Redis & { rateLimitIncrement(key: string, timeWindow: number): Promise<[number, number]> };
 
 /** The store as the plugin takes it: a class it builds with `new`. */
-function storeWithDeadline(store: RedisStore, deadline: RedisDeadline) {
-  const incr = (key: string, callback: IncrCallback, timeWindow?: number, max?: number) => {
-    const send = () =>
-      new Promise<IncrResult>((resolve, reject) =>
-        store.incr(key, (error, result) => (error ? reject(error) : resolve(result!)), timeWindow!, max!),
-      );
+function redisStore(redis: Redis, deadline: RedisDeadline) {
+  redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
+  const counter = redis as RateLimitRedis;
+  const incr = (key: string, callback: IncrCallback, timeWindow?: number) => {
+    const send = () => counter.rateLimitIncrement(NAMESPACE + key, timeWindow!).then(([current, ttl]) => ({ current, ttl }));
     deadline.call(send).then((result) => callback(null, result), (error: Error) => callback(error));
   };
   return class implements FastifyRateLimitStore {

@@ -1,6 +1,6 @@
 // Liveness and readiness: /healthz answers while the process runs, /readyz while the store answers.
-import type { OperationHandler } from './operations.ts';
-import { HttpError } from './errors.ts';
+import type { OperationHandler } from '../contract/operations.ts';
+import { HttpError } from '../contract/errors.ts';
 
 export function createHealthHandlers(deps: { ping: () => Promise<void> }): {
   getHealth: OperationHandler<'getHealth'>;

@@ -2,14 +2,14 @@
 // security requirement lists, so what each operation needs is written once, in the contract.
 // @fastify/bearer-auth parses the header (scheme compared case-insensitively, as RFC 9110 says);
 // around it we refuse malformed credentials (RFC 6750), slow token guessing per address
-// (failure-limiter.ts), check scopes, and answer with RFC 6750 challenges. app.ts runs it as an
-// onRequest hook, before the body is parsed or validated.
+// (failure-limiter.ts), check scopes, and answer with RFC 6750 challenges. Each operation's route
+// runs it as an onRequest hook (contract/routes.ts), before the body is parsed or validated.
 import { setTimeout as sleep } from 'node:timers/promises';
 import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { missingScopes } from '../tokens/scopes.ts';
 import { keyOfToken, type Principal, type TokenVerifier } from '../tokens/verifier.ts';
-import { HttpError, refuse } from './errors.ts';
+import { HttpError, refuse } from '../contract/errors.ts';
 import type { FailureLimiter } from './failure-limiter.ts';
 
 declare module 'fastify' {
@@ -22,16 +22,13 @@ export const REALM = 'plants';
 const CHALLENGE = `Bearer realm="${REALM}"`;
 const ONE_BEARER_TOKEN = /^bearer +([^\s,]+) *$/i;
 
-export type SecurityHandler = (request: FastifyRequest, reply: FastifyReply, scopes: string[]) => Promise<void>;
+type SecurityHandler = (request: FastifyRequest, reply: FastifyReply, scopes: string[]) => Promise<void>;
 
 export interface BearerAuth {
-  /** The security handler as fastify-openapi-glue takes it (it wraps it in an async preHandler). */
-  handler: SecurityHandler;
   /**
-   * The same check as a callback-style onRequest hook for an operation needing `scopes`. A request
+   * The check as a callback-style onRequest hook for an operation needing `scopes`. A request
    * without any Authorization header is refused at once, without a promise or an error object
-   * travelling through Fastify's error path; glue's wrapper cost a sixth of such a 401 (an async
-   * function, a SecurityError with its stack, a debug line formatted even when not logged).
+   * travelling through Fastify's error path.
    */
   hookFor: (scopes: string[]) => onRequestHookHandler;
 }
@@ -119,7 +116,7 @@ export async function createBearerAuth(
       }
       handler(request, reply, scopes).then(() => done(), done);
     };
-  return { handler, hookFor };
+  return { hookFor };
 }
 
 class InvalidTokenError extends HttpError {}

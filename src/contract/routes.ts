@@ -1,0 +1,154 @@
+// The operations of openapi.yaml as routes, built by fastify-openapi-glue. What each route does is
+// set here, as its route options: the handler named by its operationId, the security requirement
+// the contract states (run as onRequest, before the body is read, so a client without a token gets
+// 401, never a validation message), and whether its answers are compressed.
+//
+// Glue warns "ContentTypeParser for 'X' not found" for each media type in the spec without a body
+// parser, responses included (text/plain for /metrics, application/yaml for /openapi.yaml). So the
+// check that matters, a parser for every media type a request body may have, is made here and fails
+// the boot; and each media type only ever answered with gets a parser that refuses its bodies exactly
+// as an unknown media type is refused (415), so that a healthy boot warns of nothing.
+import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onRequestHookHandler, type RouteOptions } from 'fastify';
+import fp from 'fastify-plugin';
+import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
+import { compressionOf } from '../transport/compression.ts';
+import type { ServiceHandlers } from './operations.ts';
+
+export interface RoutesOptions {
+  /** openapi.yaml, parsed; glue works on its own copy. */
+  specification: object;
+  handlers: ServiceHandlers;
+}
+
+async function routes(app: FastifyInstance, { specification, handlers }: RoutesOptions): Promise<void> {
+  const security = securityByOperation(specification);
+  // Its own context, so that the hook and the body parsers below concern these routes only.
+  await app.register(async (operations) => {
+    // Glue gives every schema per media type; Fastify would then skip validating a body whose
+    // request names no media type, and pick a serializer by parsing each answer's Content-Type.
+    operations.addHook('onRoute', useJsonSchemasDirectly);
+    await registerOpenapiGlue(operations, {
+      specification: structuredClone(specification),
+      // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
+      operationResolver: (operationId: string) =>
+        ({
+          handler: handlerFor(handlers, operationId),
+          onRequest: securityHooks(app, operationId, security.get(operationId)),
+          compress: compressionOf(operationId),
+        }) as RouteOptions,
+    });
+  });
+}
+
+// After the contract (error handler, validator compiler, JSON parser), security (app.bearerAuth)
+// and transport (the compress route option needs its plugin): routes take what is in force.
+export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract', 'security', 'transport'] });
+
+/** Refuses to boot when openapi.yaml names an operation no handler implements. */
+export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
+  if (!Object.hasOwn(handlers, operationId)) {
+    throw new Error(`openapi.yaml declares operation "${operationId}" but no handler implements it.`);
+  }
+  return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
+}
+
+type SecurityRequirement = Record<string, string[]>;
+
+/** An operation's security requirement as onRequest hooks; a scheme without a check fails the boot. */
+function securityHooks(app: FastifyInstance, operationId: string, requirement: SecurityRequirement[] | undefined): onRequestHookHandler[] {
+  if (requirement === undefined || requirement.length === 0) return [];
+  const [only] = requirement;
+  if (requirement.length === 1 && Object.keys(only!).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only!.bearerAuth!)];
+  throw new Error(`openapi.yaml's operation "${operationId}" requires ${JSON.stringify(requirement)}; only a bearerAuth requirement is implemented.`);
+}
+
+/** Each operation's security requirements, as openapi.yaml states them (its own, or the default). */
+function securityByOperation(specification: object): Map<string, SecurityRequirement[]> {
+  const spec = specification as { security?: SecurityRequirement[]; paths?: Record<string, Record<string, unknown>> };
+  const security = new Map<string, SecurityRequirement[]>();
+  for (const pathItem of Object.values(spec.paths ?? {})) {
+    for (const operation of Object.values(pathItem)) {
+      const { operationId, security: own } = (operation ?? {}) as { operationId?: string; security?: SecurityRequirement[] };
+      if (operationId !== undefined) security.set(operationId, own ?? spec.security ?? []);
+    }
+  }
+  return security;
+}
+
+// JSON is the only body type the contract accepts, so its schema applies to every body (a POST
+// without Content-Type is validated too); a status answered only in JSON has one serializer.
+function useJsonSchemasDirectly(route: RouteOptions): void {
+  const schema = route.schema as { body?: unknown; response?: Record<string, unknown> } | undefined;
+  if (schema === undefined) return;
+  const body = jsonOnly(schema.body);
+  if (body !== undefined) schema.body = body;
+  for (const [status, response] of Object.entries(schema.response ?? {})) {
+    const json = jsonOnly(response);
+    if (json !== undefined) schema.response![status] = json;
+  }
+}
+
+/** The schema of a `{content: {'application/json': {schema}}}` that has no other media type. */
+function jsonOnly(part: unknown): unknown {
+  const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
+  const mediaTypes = Object.keys(content);
+  return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : undefined;
+}
+
+export async function registerOpenapiGlue(app: FastifyInstance, options: FastifyOpenapiGlueOptions & FastifyPluginOptions): Promise<void> {
+  const document = options.specification as OpenApiDocument;
+  const accepted = requestMediaTypes(document);
+  for (const mediaType of accepted) {
+    if (!app.hasContentTypeParser(mediaType)) {
+      throw new Error(`openapi.yaml accepts request bodies of ${mediaType}, but no body parser for it is registered.`);
+    }
+  }
+  for (const mediaType of responseMediaTypes(document)) {
+    if (accepted.has(mediaType) || app.hasContentTypeParser(mediaType)) continue;
+    app.addContentTypeParser(mediaType, (_request, _body, done) => done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined));
+  }
+  await app.register(openapiGlue, options);
+}
+
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, Operation | unknown>>;
+  components?: { requestBodies?: Record<string, Content>; responses?: Record<string, Content> };
+}
+
+interface Operation {
+  requestBody?: Content;
+  responses?: Record<string, Content>;
+}
+
+interface Content {
+  $ref?: string;
+  content?: Record<string, unknown>;
+}
+
+function operationsOf(document: OpenApiDocument): Operation[] {
+  return Object.values(document.paths ?? {}).flatMap((operations) => Object.values(operations) as Operation[]);
+}
+
+/** The object a `#/components/<kind>/<name>` reference names, or the object itself. */
+function resolved(document: OpenApiDocument, kind: 'requestBodies' | 'responses', item: Content | undefined): Content | undefined {
+  const named = item?.$ref?.match(new RegExp(`^#/components/${kind}/(.+)$`))?.[1];
+  return named === undefined ? item : document.components?.[kind]?.[named];
+}
+
+function requestMediaTypes(document: OpenApiDocument): Set<string> {
+  const types = new Set<string>();
+  for (const operation of operationsOf(document)) {
+    for (const mediaType of Object.keys(resolved(document, 'requestBodies', operation?.requestBody)?.content ?? {})) types.add(mediaType);
+  }
+  return types;
+}
+
+function responseMediaTypes(document: OpenApiDocument): Set<string> {
+  const types = new Set<string>();
+  for (const operation of operationsOf(document)) {
+    for (const response of Object.values(operation?.responses ?? {})) {
+      for (const mediaType of Object.keys(resolved(document, 'responses', response)?.content ?? {})) types.add(mediaType);
+    }
+  }
+  return types;
+}

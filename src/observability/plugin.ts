@@ -1,0 +1,44 @@
+// What every request leaves behind for operators: its id (returned and in every log line), its
+// latency in /metrics, and its trace when OTEL_* configures a collector. Registered first, so that
+// every answer carries the id and every request is counted and traced, whatever refuses it.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { TracingConfig } from '../config.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { returnRequestIds } from './request-id.ts';
+import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
+
+export interface ObservabilityOptions {
+  /** The outbox queue depth, shown in /metrics. */
+  pendingDeliveries: () => Promise<number>;
+  tracing?: TracingConfig | undefined;
+  withOutboxTrace: WithOutboxTrace;
+}
+
+export interface Observability {
+  metrics: Metrics;
+  /** The store with every call timed, and traced when tracing is on. */
+  instrument<T extends object>(store: T): T;
+  /** Tracing's span around each webhook delivery attempt; absent when tracing is off. */
+  traceAttempt?: TraceAttempt;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    observability: Observability;
+  }
+}
+
+async function observability(app: FastifyInstance, options: ObservabilityOptions): Promise<void> {
+  returnRequestIds(app);
+  const metrics = createMetrics(app, options.pendingDeliveries);
+  // Not even loaded when tracing is off.
+  const tracing = options.tracing && (await (await import('./tracing.ts')).startTracing(app, options.tracing, options.withOutboxTrace));
+  app.decorate('observability', {
+    metrics,
+    instrument: (store) => metrics.instrument(tracing ? tracing.instrument(store) : store),
+    ...(tracing && { traceAttempt: tracing.traceAttempt }),
+  } satisfies Observability);
+}
+
+export default fp(observability, { name: 'observability', fastify: '5.x' });

@@ -1,0 +1,50 @@
+// Response compression (gzip, brotli) for the operations whose answers can be large: their routes
+// are built with these compression options. The others (a plant, a webhook, a health check) are
+// built with `compress: false`, so they carry no compression hook at all, and their strong ETags
+// always describe the bytes sent.
+import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
+import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
+import type { FastifyInstance } from 'fastify';
+import type { OperationId } from '../contract/operations.ts';
+
+/** Answers smaller than this are sent as they are: compressing them saves less than it costs. */
+export const COMPRESSION_THRESHOLD_BYTES = 1024;
+
+// Brotli quality 4 and gzip level 6: the higher settings cost many times the CPU for no smaller page.
+export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
+export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
+
+/** The operations that answer lists or documents; none of them sends an ETag. */
+const COMPRESSED_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
+  'listPlants',
+  'listWebhooks',
+  'listWebhookDeliveries',
+  'getMetrics',
+  'getOpenApiJson',
+  'getOpenApiYaml',
+]);
+
+/** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
+const ROUTE_COMPRESSION = {
+  encodings: ['br', 'gzip'],
+  threshold: COMPRESSION_THRESHOLD_BYTES,
+  brotliOptions: BROTLI_OPTIONS,
+  zlibOptions: ZLIB_OPTIONS,
+  // A typical page of 1,000 plants (30-40 KB) is compressed in one call, without the thread pool's
+  // round trip; larger pages stream.
+  syncThreshold: 64 * 1024,
+} satisfies FastifyCompressOptions;
+
+/** An operation's `compress` route option. */
+export function compressionOf(operationId: string): typeof ROUTE_COMPRESSION | false {
+  return COMPRESSED_OPERATIONS.has(operationId as OperationId) ? ROUTE_COMPRESSION : false;
+}
+
+export async function registerCompression(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyCompress, {
+    ...ROUTE_COMPRESSION,
+    // Only routes built with compression options compress; request bodies stay plain JSON, as the contract says.
+    globalCompression: false,
+    globalDecompression: false,
+  });
+}
