@@ -12,9 +12,10 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { encodeCursor } from '../src/plants/representation.ts';
 import { openStore } from '../src/store/factory.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
 const SIZES = [1_000, 1_000_000];
-const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 500);
+const SAMPLES = integerSetting('BENCH_SAMPLES', 500, 1);
 const PAGE = 100;
 const TOKEN = 'bench-token-0123456789abcdef';
 const FILL_BATCH = 10_000;

@@ -27,21 +27,29 @@
 // row's CPU time per request against its reference measured in the same run (the 401 against the
 // bare Fastify answer); on PostgreSQL both count the CPU time of their database backends too.
 // BENCH_LARGE_STORE (1000000 plants for the last create row; 0 skips that row and the fill).
+// BENCH_BEFORE=<another checkout, with its own node_modules> adds the target "service (before)": that
+// checkout's service started as this one's is (its own Node, the flags of its npm start, a fresh SQLite
+// file), measured in the same rounds, and a last table of each service row's CPU time per request
+// against it; its large store is filled through that checkout's own store.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { openStore } from '../src/store/factory.ts';
+import { REPO_ROOT } from '../test/harness/paths.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = integerSetting('BENCH_CONNECTIONS', 64, 1);
+const DURATION = integerSetting('BENCH_DURATION', 10, 1);
 // Whole seconds per round: autocannon stops at its next one-second tick, so a fraction would run on anyway.
-const ROUND_SECONDS = Math.max(1, Math.round(DURATION / Number(process.env.BENCH_ROUNDS ?? 5)));
+const ROUND_SECONDS = Math.max(1, Math.round(DURATION / integerSetting('BENCH_ROUNDS', 5, 1)));
 const ROUNDS = Math.max(1, Math.round(DURATION / ROUND_SECONDS));
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -105,7 +113,7 @@ const TARGETS: Record<string, number> = { 'get by id': 1.4, 'list page of 100': 
 const REFERENCE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache') };
 const WARM_UP_SECONDS = 1;
 const STEAL_WARNING_PERCENT = 2;
-const LARGE_STORE = Number(process.env.BENCH_LARGE_STORE ?? 1_000_000);
+const LARGE_STORE = integerSetting('BENCH_LARGE_STORE', 1_000_000, 0);
 // The large store holds even ids from LARGE_BASE on; its create row adds odd ids among them, so
 // inserts land inside the filled key range rather than after it.
 const LARGE_BASE = 10_000_000_000;
@@ -147,6 +155,11 @@ const UNAUTHENTICATED = allScenarios[3]!;
 interface Target {
   name: string;
   args: string[];
+  /** The Node binary and the directory it runs in: this process's and this checkout's unless said. */
+  node?: string;
+  cwd?: string;
+  /** The plant store service (of this checkout or of BENCH_BEFORE's), not a bare server or a reference. */
+  service?: boolean;
   env: Record<string, string>;
   /** A bare server: answers 200 to everything, nothing to seed. */
   baseline: boolean;
@@ -163,6 +176,8 @@ interface Running extends Target {
   port: number;
 }
 
+const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
+const BEFORE_NAME = 'service (before)';
 const rows: Row[] = [];
 const notes: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
@@ -181,9 +196,24 @@ const targets: Target[] = [
     args: serviceArgs(),
     env: { DATABASE_URL: `sqlite:${join(dir, 'plants.db')}` },
     baseline: false,
+    service: true,
     referenceName: 'fastify + node:sqlite',
   },
 ];
+if (BEFORE !== undefined) {
+  // That checkout's npm start runs its own Node (node_modules/.bin/node) when it has one.
+  const node = join(BEFORE, 'node_modules', '.bin', 'node');
+  targets.push({
+    name: BEFORE_NAME,
+    args: serviceArgs(BEFORE),
+    node: existsSync(node) ? node : process.execPath,
+    cwd: BEFORE,
+    env: { DATABASE_URL: `sqlite:${join(dir, 'before.db')}` },
+    baseline: false,
+    service: true,
+    referenceName: 'fastify + node:sqlite',
+  });
+}
 const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (BENCH_DATABASE_URL) {
   targets.push(
@@ -200,6 +230,7 @@ if (BENCH_DATABASE_URL) {
       args: serviceArgs(),
       env: { DATABASE_URL: withApplicationName(BENCH_DATABASE_URL, 'bench-service') },
       baseline: false,
+      service: true,
       referenceName: 'fastify + pg',
       applicationName: 'bench-service',
     },
@@ -207,7 +238,7 @@ if (BENCH_DATABASE_URL) {
 }
 if (process.env.BENCH_TRACING) {
   const OTEL_EXPORTER_OTLP_ENDPOINT = await startSpanSink();
-  targets.push({ name: 'service, traced', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'traced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT }, baseline: false });
+  targets.push({ name: 'service, traced', args: serviceArgs(), env: { DATABASE_URL: `sqlite:${join(dir, 'traced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT }, baseline: false, service: true });
 }
 const backends = BENCH_DATABASE_URL ? new pg.Client({ connectionString: BENCH_DATABASE_URL }) : undefined;
 await backends?.connect();
@@ -216,7 +247,7 @@ try {
   const startups = new Map<string, number[]>();
   for (const target of targets) startups.set(target.name, await measureStartups(target));
   for (const target of targets) {
-    const { child, port } = await startTarget(target.args, target.env);
+    const { child, port } = await startTarget(target);
     running.push({ ...target, child, port });
   }
   for (const target of running) if (!target.baseline) await seed(target.port);
@@ -225,12 +256,12 @@ try {
   // A second of each first, unrecorded: the figures are for warmed-up (JIT-compiled) servers.
   for (const [scenario, targets] of pairs()) for (const target of targets) await drive(target, scenario, WARM_UP_SECONDS);
   for (const [scenario, targets] of pairs()) rows.push(...(await driveInRounds(targets, scenario)));
-  for (const target of running) {
-    if (target.baseline || target.reference || LARGE_STORE === 0 || !runsAtLarge) continue;
-    await fillTo(target.env.DATABASE_URL!, LARGE_STORE);
-    rows.push(...(await driveInRounds([target], createAtLarge)));
-  }
+  // Every service filled first, then measured in the same rounds, as the other rows are.
+  const large = running.filter((target) => !target.baseline && !target.reference && LARGE_STORE > 0 && runsAtLarge);
+  for (const target of large) await fillTo(target, LARGE_STORE);
+  if (large.length > 0) rows.push(...(await driveInRounds(large, createAtLarge)));
   for (const target of running) notes.push(startupAndMemoryNote(target, startups.get(target.name)!));
+  if (BEFORE !== undefined) notes.push(`${BEFORE_NAME}: the checkout at ${BEFORE}, run by ${targets.find((target) => target.name === BEFORE_NAME)!.node}`);
   print();
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
@@ -263,9 +294,9 @@ function withApplicationName(url: string, name: string): string {
   return parsed.toString();
 }
 
-/** The service's command line as `npm start` has it, Node flags included, so both run the same. */
-function serviceArgs(): string[] {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+/** The service's command line as `npm start` has it in the checkout at `root`, Node flags included, so both run the same. */
+function serviceArgs(root = REPO_ROOT): string[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
   // `exec` only makes the shell npm starts give way to Node, so that Node receives the signals.
   const [command, ...args] = pkg.scripts.start.replace(/^exec\s+/, '').split(/\s+/);
   if (command !== 'node') throw new Error(`npm start runs "${command}", not node: update the bench`);
@@ -282,7 +313,7 @@ function referenceArgs(kind: string): string[] {
 async function measureStartups(target: Target): Promise<number[]> {
   const startups: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const { child, startupMs } = await startTarget(target.args, target.env);
+    const { child, startupMs } = await startTarget(target);
     startups.push(startupMs);
     await stop(child);
   }
@@ -296,10 +327,11 @@ function startupAndMemoryNote(target: Running, startups: number[]): string {
   );
 }
 
-async function startTarget(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
+async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT }: Target): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, args, {
+  const child = spawn(node, args, {
+    cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
     env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -390,10 +422,11 @@ function backendCpuSince(before: Map<number, number>, after: Map<number, number>
   return total;
 }
 
-/** Fills the service's store, from this process, with even ids from LARGE_BASE until it holds `size` plants. */
-async function fillTo(databaseUrl: string, size: number): Promise<void> {
+/** Fills the service's store, from this process and through the target checkout's own store, with even ids from LARGE_BASE until it holds `size` plants. */
+async function fillTo(target: Target, size: number): Promise<void> {
   const started = performance.now();
-  const store = await openStore(databaseUrl, { poolSize: 4 });
+  const open: typeof openStore = target.cwd === undefined ? openStore : (await import(pathToFileURL(join(target.cwd, 'src/store/factory.ts')).href)).openStore;
+  const store = await open(target.env.DATABASE_URL!, { poolSize: 4 });
   try {
     const existing = await countPlants(store);
     const batch = 10_000;
@@ -440,16 +473,6 @@ function machineCpuTicks(): MachineTicks {
 // On a virtual machine a busy host takes CPU time away ("steal"); such a row's rates are low.
 function stealPercent(before: MachineTicks, after: MachineTicks): number {
   return (100 * (after.steal - before.steal)) / Math.max(1, after.total - before.total);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-    probe.on('error', reject);
-  });
 }
 
 /** Milliseconds from spawning to the first answer of GET /healthz (tried every 5 ms). */
@@ -519,6 +542,7 @@ function print(): void {
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
   printWorkRatios();
+  if (BEFORE !== undefined) printBeforeRatios();
   const stolen = Math.max(...rows.map((row) => row.stealPercent));
   if (stolen >= STEAL_WARNING_PERCENT) {
     console.log(
@@ -568,6 +592,28 @@ function printWorkRatios(): void {
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${reference.target.padStart(24)}` +
         `${cpuText(reference).padStart(10)}${ratio.toFixed(2).padStart(8)}${roundRatios(row, reference).padStart(20)}` +
         `${`≤ ${TARGETS[row.scenario]}`.padStart(8)}${row.stealPercent.toFixed(1).padStart(9)}${row.load.toFixed(1).padStart(7)}`,
+    );
+  }
+}
+
+/** Each service row's CPU µs per request against the same scenario's on BENCH_BEFORE's service. */
+function printBeforeRatios(): void {
+  console.log(
+    `\nCPU µs per request against ${BEFORE_NAME} (${BEFORE}; PostgreSQL: process + database backends);\n` +
+      `ratio: the whole rows'; rounds: the median and range of the ${ROUNDS} rounds' ratios (${ROUND_SECONDS} s each, seconds apart)`,
+  );
+  console.log(
+    `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'CPU µs'.padStart(10)}${'before µs'.padStart(10)}` +
+      `${'ratio'.padStart(8)}${'rounds'.padStart(20)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
+  );
+  for (const row of rows) {
+    if (row.target === BEFORE_NAME || !targets.find((target) => target.name === row.target)?.service) continue;
+    const before = rows.find((candidate) => candidate.target === BEFORE_NAME && candidate.scenario === row.scenario);
+    if (!before) continue;
+    console.log(
+      `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${cpuText(before).padStart(10)}` +
+        `${(withBackends(row) / withBackends(before)).toFixed(2).padStart(8)}${roundRatios(row, before).padStart(20)}` +
+        `${row.stealPercent.toFixed(1).padStart(9)}${row.load.toFixed(1).padStart(7)}`,
     );
   }
 }

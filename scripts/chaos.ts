@@ -1,4 +1,4 @@
-// npm run chaos: the bad day in production, on real processes (the runner is scripts/chaos-lib.ts).
+// npm run chaos: the bad day in production, on real processes (the runner is test/harness/chaos.ts).
 // Runs each fault against the real server under concurrent keep-alive writers (and a GET /healthz probe)
 // and prints a table: requests sent, writes acknowledged, acknowledged writes lost, answers outside openapi.yaml,
 // unanswered requests (resets, timeouts), other errors (neither 2xx nor the documented 503),
@@ -7,8 +7,8 @@
 // Settings: CHAOS_FAULT_MS (6000), CHAOS_TIMEOUT_MS (10000: the client-side bound on every request),
 // CHAOS_RECOVER_MS (30000), CHAOS_CLIENTS (16), CHAOS_SETTLE_WRITES (200), CHAOS_MAX_REQUESTS (200000),
 // CHAOS_FAULTS (comma-separated name fragments, e.g. "postgres,deploy"; default all).
-import { emptyFigures, everything, FAULTS, formatTable, runFault, type ChaosOptions, type FaultFigures } from './chaos-lib.ts';
-import { integerSetting } from './script-settings.ts';
+import { emptyFigures, everything, FAULTS, formatTable, runFault, type ChaosOptions, type FaultFigures } from '../test/harness/chaos.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
 const options: ChaosOptions = {
   faultMs: integerSetting('CHAOS_FAULT_MS', 6_000, 1),

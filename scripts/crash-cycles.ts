@@ -1,4 +1,4 @@
-// npm run crash: repeated crash safety of the real server (the runner is scripts/crash-lib.ts).
+// npm run crash: repeated crash safety of the real server (the runner is test/harness/crash.ts).
 // Starts node src/entry.js on one database again and again, SIGKILLs it at a random moment under
 // concurrent creates, replaces and deletes, and checks after every restart that each acknowledged
 // write is there (and, on SQLite, that the file passes PRAGMA integrity_check). Exits 1 on any violation.
@@ -6,8 +6,8 @@
 // temporary directory), CRASH_SEED (default random; printed, to replay a run), CRASH_MIN_DELAY_MS (0)
 // and CRASH_MAX_DELAY_MS (500): the kill comes that long after the writers start.
 import { randomInt } from 'node:crypto';
-import { runCrashCycles } from './crash-lib.ts';
-import { integerSetting } from './script-settings.ts';
+import { runCrashCycles } from '../test/harness/crash.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
 const cycles = integerSetting('CRASH_CYCLES', 50, 1);
 const writers = integerSetting('CRASH_WRITERS', 8, 1);

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { renderTypes, SPEC_URL, TYPES_URL } from './generate.ts';
+import { renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

@@ -1,4 +1,4 @@
-// npm run fuzz: the hostile-input property of test/fuzz.ts with a far larger budget than the test
+// npm run fuzz: the hostile-input property of test/harness/fuzz.ts with a far larger budget than the test
 // suite gives it, outside tap, on a fresh SQLite store in a temporary directory.
 //   FUZZ_RUNS    generated requests (default 20000)
 //   FUZZ_SEED    replay a run; random by default, and always printed
@@ -7,10 +7,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatSummary, runFuzz } from '../test/fuzz.ts';
+import { formatSummary, runFuzz } from '../test/harness/fuzz.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
-const runs = integerFromEnv('FUZZ_RUNS', 20_000, 1);
-const seed = integerFromEnv('FUZZ_SEED', Math.floor(Math.random() * 2 ** 31), -(2 ** 31));
+const runs = integerSetting('FUZZ_RUNS', 20_000, 1);
+const seed = integerSetting('FUZZ_SEED', Math.floor(Math.random() * 2 ** 31), -(2 ** 31));
 const strict = process.env.FUZZ_STRICT === '1';
 
 // build(t) needs only a directory for the store and a place to register its teardown.
@@ -42,14 +43,3 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 process.exitCode = failed ? 1 : 0;
-
-function integerFromEnv(name: string, fallback: number, min: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min) {
-    process.stderr.write(`fuzz: ${name} must be an integer >= ${min}, not ${JSON.stringify(text)}\n`);
-    process.exit(2);
-  }
-  return value;
-}

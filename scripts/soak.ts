@@ -5,14 +5,15 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from '../test/harness/ports.ts';
+import { integerSetting } from '../test/harness/settings.ts';
 
-const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
-const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 30);
-const WORKERS = Number(process.env.SOAK_WORKERS ?? 16);
+const MINUTES = integerSetting('SOAK_MINUTES', 10, 1);
+const SAMPLE_SECONDS = integerSetting('SOAK_SAMPLE_SECONDS', 30, 1);
+const WORKERS = integerSetting('SOAK_WORKERS', 16, 1);
 const TOKEN = 'soak-token-0123456789abcdef';
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-soak-'));
@@ -138,16 +139,6 @@ function verdict(): void {
   const ok = counts.errors === 0 && growth < 0.15;
   console.log(ok ? 'verdict: memory flat, no errors' : 'verdict: FAILED');
   if (!ok) process.exitCode = 1;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port: free } = probe.address() as AddressInfo;
-      probe.close(() => resolve(free));
-    });
-    probe.on('error', reject);
-  });
 }
 
 async function waitUntilUp(): Promise<void> {

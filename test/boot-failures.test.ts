@@ -3,18 +3,17 @@
 // what to do, never a stack trace and never a password from DATABASE_URL. And a healthy start logs
 // no warning, so that operators can trust the ones they see.
 import t, { type Test } from 'tap';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_URL, postgresTestOptions } from './postgres.ts';
-import { runToExit, serverEnv, startServer, type ServerEnv } from './process.ts';
+import { runToExit, serverEnv, startServer, type ServerEnv, type SpawnOptions } from './harness/process.ts';
 
 const PASSWORD = 'pa55-w0rd-in-the-url';
 
 /** Boots with `overrides` and checks the failure is one or two plain lines naming `variable`. */
-async function bootFails(t: Test, variable: string, overrides: ServerEnv, as: { uid?: number; gid?: number } = {}): Promise<string> {
-  const result = await runToExit(t, serverEnv(scratchDir(t), overrides), as);
+async function bootFails(t: Test, variable: string, overrides: ServerEnv, options: SpawnOptions = {}): Promise<string> {
+  const result = await runToExit(t, serverEnv(scratchDir(t), overrides), options);
   const stderr = result.stderr.trimEnd();
   t.not(result.code, 0, `exits non-zero (${result.code}, ${result.signal})`);
   t.equal(result.signal, null, 'exits by itself, not killed');
@@ -123,20 +122,10 @@ t.test('a SQLite file that is not a database', async (t) => {
 });
 
 t.test('a SQLite directory this user cannot write', async (t) => {
-  // root may write anywhere: then the server runs as nobody, in a directory only root may write.
-  const asRoot = process.getuid?.() === 0;
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-readonly-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  chmodSync(dir, 0o755); // others may look in, as they may in /var/lib
-  const readonly = join(dir, 'readonly');
+  // root may write anywhere: the server runs without that power (SpawnOptions.unprivileged).
+  const readonly = join(scratchDir(t), 'readonly');
   mkdirSync(readonly, { mode: 0o555 });
-  // tap's process-info hook, which tap puts in every child, writes a record at exit under this
-  // directory (by default the repository's .tap/, which nobody may not write): give it one it may.
-  const records = join(dir, 'tap-records');
-  mkdirSync(records, { mode: 0o777 });
-  chmodSync(records, 0o777);
-  const env = { DATABASE_URL: `sqlite:${readonly}/plants.db`, _TAPJS_PROCESSINFO_CWD_: records };
-  const stderr = await bootFails(t, 'DATABASE_URL', env, asRoot ? { uid: 65534, gid: 65534 } : {});
+  const stderr = await bootFails(t, 'DATABASE_URL', { DATABASE_URL: `sqlite:${readonly}/plants.db` }, { unprivileged: true });
   t.match(stderr, readonly, 'names the directory');
   t.match(stderr, /writ/i, 'says it cannot be written');
 });

@@ -1,16 +1,16 @@
-// The bad day, short: each fault of `npm run chaos` (scripts/chaos-lib.ts) for a second or two against the
+// The bad day, short: each fault of `npm run chaos` (test/harness/chaos.ts) for a second or two against the
 // real server and real PostgreSQL / Redis / SQLite processes. Nothing acknowledged may be lost, every answer
 // must be one openapi.yaml documents, every request must be answered (no reset, no hang past the client's
 // bound), a valid write is answered 2xx or the documented 503, the process never exits, and a write succeeds
 // again after the fault. Without initdb, redis-server or a mountable tmpfs those faults skip visibly; with
 // CI=true they fail instead. The faults run in test/chaos-{postgres,redis,sqlite,service}.test.ts (groups in
-// test/chaos-faults.ts), so that tap runs them beside other files; here, a check that every fault is in one
+// test/harness/chaos-faults.ts), so that tap runs them beside other files; here, a check that every fault is in one
 // of those groups, and a check that the harness itself notices a lost write.
 import t from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { FAULTS, runFault, type FaultDefinition } from '../scripts/chaos-lib.ts';
-import { FAULT_GROUPS, OPTIONS } from './chaos-faults.ts';
+import { FAULTS, runFault, type FaultDefinition } from './harness/chaos.ts';
+import { FAULT_GROUPS, OPTIONS } from './harness/chaos-faults.ts';
 
 t.test('every fault of npm run chaos is tested, in exactly one file', async (t) => {
   const grouped: string[] = Object.values(FAULT_GROUPS).flat();

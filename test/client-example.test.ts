@@ -2,7 +2,7 @@
 // page shows verbatim) in its own Node process against a real server process: ids 2^53+1 and 2^63-1
 // exact both ways, a walk over more than one page, a 412 for a stale ETag, a typed 409.
 import t from 'tap';
-import { runScript, serverEnv, startServer } from './process.ts';
+import { runScript, serverEnv, startServer } from './harness/process.ts';
 import { docBlock, example } from './readme-blocks.ts';
 
 const TOKEN = 'client-example-token-0123456789';

@@ -9,7 +9,7 @@ import t from 'tap';
 import { parse } from 'yaml';
 import { createPlantStoreClient, parsePlantJson, PlantStoreError, stringifyJson } from '../src/client/index.ts';
 import { INT64_KEYS } from '../src/client/json.ts';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 /** Every property of every object schema in the document: its name and its schema. */
 function* properties(node: unknown): Generator<[string, Record<string, unknown>]> {

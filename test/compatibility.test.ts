@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t, { type Test } from 'tap';
 import { parse, stringify } from 'yaml';
-import { checkFiles, CURRENT_URL, PUBLISHED_URL } from '../scripts/compatibility.ts';
+import { checkFiles, CURRENT_URL, PUBLISHED_URL } from '../contract/compatibility.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML or JSON walked by key: its shape is what this code checks
 type Spec = Record<string, any>;

@@ -7,7 +7,8 @@ import type { Test } from 'tap';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
-import { AUTH, api, build, createPlant, rawExchange } from './helper.ts';
+import { AUTH, api, build, createPlant } from './helper.ts';
+import { rawExchange } from './harness/raw-http.ts';
 
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
 

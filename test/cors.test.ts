@@ -4,11 +4,11 @@
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openRaw, tryConnect } from './raw-http.ts';
+import { openRaw, tryConnect } from './harness/raw-http.ts';
 import t, { type Test } from 'tap';
 import { api, AUTH, build, TOKEN } from './helper.ts';
 import { spec } from './contract.ts';
-import { startServer, serverEnv } from './process.ts';
+import { startServer, serverEnv } from './harness/process.ts';
 
 const APP_ORIGIN = 'https://app.example.com';
 const OTHER_ORIGIN = 'https://evil.example.com';
@@ -95,7 +95,7 @@ t.test('the 503 of an instance that is shutting down is readable by an allowed p
   const request = `GET /plants HTTP/1.1\r\nHost: plants.test\r\nOrigin: ${APP_ORIGIN}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`;
   const connection = await openRaw(port);
   connection.socket.write(request);
-  t.equal((await connection.response(0)).status, 200, 'a keep-alive connection, idle');
+  t.equal((await connection.response(0)).statusCode, 200, 'a keep-alive connection, idle');
 
   const closing = app.close();
   while ((await tryConnect(port)) !== 'ECONNREFUSED') {
@@ -103,7 +103,7 @@ t.test('the 503 of an instance that is shutting down is readable by an allowed p
   }
   connection.socket.write(request);
   const late = await connection.response(1);
-  t.equal(late.status, 503, 'the request that arrived while closing is refused with 503');
+  t.equal(late.statusCode, 503, 'the request that arrived while closing is refused with 503');
   t.equal(late.headers['access-control-allow-origin'], APP_ORIGIN, 'and the page may read it, Retry-After included');
   t.match(String(late.headers['access-control-expose-headers']), /retry-after/i);
   await closing;

@@ -1,9 +1,9 @@
-// Repeated crash safety, short: the runner behind `npm run crash` (scripts/crash-lib.ts) for a few
+// Repeated crash safety, short: the runner behind `npm run crash` (test/harness/crash.ts) for a few
 // SIGKILL cycles with a fixed seed, and a check that the runner does notice a lost acknowledged write.
 import t from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { runCrashCycles, type CycleFigures } from '../scripts/crash-lib.ts';
+import { runCrashCycles, type CycleFigures } from './harness/crash.ts';
 
 const SEED = 20_240_601;
 // The two runs use their own files and servers: side by side, the file stays well within its time.

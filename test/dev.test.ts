@@ -4,13 +4,14 @@ import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { isRunning, REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
+import { isRunning } from './harness/process.ts';
 
 const LISTENING = /^\{.*"pid":(\d+).*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}$/gm;
 const REGENERATED = /^dev: openapi\.yaml changed; regenerated src\/generated\/openapi\.ts, restarting$/gm;
 
 function scratchCopy(dir: string): void {
-  for (const entry of ['openapi.yaml', 'package.json', 'src', 'scripts']) cpSync(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
+  for (const entry of ['openapi.yaml', 'package.json', 'src', 'scripts', 'contract']) cpSync(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
 }
 

@@ -2,7 +2,8 @@
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { BODY_LIMIT } from '../src/app.ts';
-import { AUTH, api, build, createPlant, rawExchange } from './helper.ts';
+import { AUTH, api, build, createPlant } from './helper.ts';
+import { rawExchange } from './harness/raw-http.ts';
 
 t.test('malformed JSON bodies are 400 with a sentence saying why', async (t) => {
   const { app } = await build(t);

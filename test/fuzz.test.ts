@@ -1,7 +1,7 @@
 // Hostile input, generated: a fixed seed and a budget that keeps this file fast. `npm run fuzz`
-// runs the same property with a random seed and a far larger budget (see test/fuzz.ts).
+// runs the same property with a random seed and a far larger budget (see test/harness/fuzz.ts).
 import t from 'tap';
-import { formatSummary, runFuzz } from './fuzz.ts';
+import { formatSummary, runFuzz } from './harness/fuzz.ts';
 
 const SEED = 20261122;
 const RUNS = 5000;

@@ -1,6 +1,5 @@
 // build(t): a real app on a real SQLite file in a per-test directory, closed when the test ends.
 // api(): app.inject plus a check that the response is exactly what openapi.yaml documents.
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { PassThrough } from 'node:stream';
@@ -109,43 +108,4 @@ export function readRows<T = Record<string, unknown>>(path: string, sql: string)
   } finally {
     db.close();
   }
-}
-
-/** Sends raw bytes on a new connection and answers everything the server wrote until it closed. */
-export function rawExchange(port: number, request: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.end(request));
-    let received = '';
-    socket.on('data', (chunk) => (received += chunk.toString()));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
-  });
-}
-
-export interface RawResponse {
-  statusCode: number;
-  /** Header names in lower case. */
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** The HTTP answers in what a raw socket received, in order; bodies are cut at their Content-Length. */
-export function rawResponses(received: string): RawResponse[] {
-  const responses: RawResponse[] = [];
-  let rest = received;
-  while (rest.startsWith('HTTP/')) {
-    const headEnd = rest.indexOf('\r\n\r\n');
-    if (headEnd < 0) break;
-    const [statusLine = '', ...lines] = rest.slice(0, headEnd).split('\r\n');
-    const headers: Record<string, string> = {};
-    for (const line of lines) {
-      const colon = line.indexOf(':');
-      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-    }
-    const length = Number(headers['content-length'] ?? 0);
-    const bodyStart = headEnd + 4;
-    responses.push({ statusCode: Number(statusLine.split(' ')[1]), headers, body: rest.slice(bodyStart, bodyStart + length) });
-    rest = rest.slice(bodyStart + length);
-  }
-  return responses;
 }

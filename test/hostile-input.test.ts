@@ -1,4 +1,4 @@
-// Hostile input, one test per class: what test/fuzz.ts generates at random, pinned down here as
+// Hostile input, one test per class: what test/harness/fuzz.ts generates at random, pinned down here as
 // named regressions: each class of input that once got a wrong answer keeps a test named after it.
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';

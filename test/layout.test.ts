@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 const SRC = join(REPO_ROOT, 'src');
 const DRIVERS = ['pg', 'node:sqlite', 'ioredis', 'src/store/sqlite.ts', 'src/store/postgres.ts', 'src/store/factory.ts', 'src/store/rows.ts', 'src/store/migrations.ts'];

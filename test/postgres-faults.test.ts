@@ -1,13 +1,13 @@
 // PostgreSQL faults under load, on real processes: the server (node src/entry.js) on a cluster of
-// its own (scripts/faults/postgres-cluster.ts), whose backends are terminated or whose postmaster
+// its own (test/harness/postgres-cluster.ts), whose backends are terminated or whose postmaster
 // is SIGKILLed while writers keep sending. The service must survive, answer each request 200 or
 // the documented 503 (with Retry-After), say not ready while the database is gone, recover by
 // itself once it is back, and have stored every write it acknowledged.
 import pg from 'pg';
 import t, { type Test } from 'tap';
-import { postgresBinDir, startPostgresCluster, type PostgresCluster } from '../scripts/faults/postgres-cluster.ts';
+import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './harness/postgres-cluster.ts';
 import { contractProblems } from './contract.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'postgres-faults-token-0123456789';
 const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

@@ -1,7 +1,7 @@
 // The code examples of README.md and docs/, read back so a test can check them against the files it runs.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 /** A Markdown file of the repository, by its path from the root (README.md, docs/client.md). */
 export function markdownFile(path: string): string {

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../src/config.ts';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 import { readmeBlock } from './readme-blocks.ts';
 
 /** Every link target of a Markdown text: inline links and images, reference definitions, autolinks. */

@@ -1,4 +1,4 @@
-// Redis on the rate limit's path, with a redis-server of our own (scripts/faults/redis-server.ts)
+// Redis on the rate limit's path, with a redis-server of our own (test/harness/redis-server.ts)
 // frozen with SIGSTOP: requests are answered (the tap timeout is the bound, no duration is
 // asserted), the condition shows in /metrics and in one log line, limits are shared again after the
 // thaw, a frozen Redis does not hold the shutdown, and a request checked while the connection to
@@ -8,9 +8,9 @@ import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
-import { redisServerAvailable, startRedisServer, type RedisServer } from '../scripts/faults/redis-server.ts';
+import { redisServerAvailable, startRedisServer, type RedisServer } from './harness/redis-server.ts';
 import { build } from './helper.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const FROZEN_TOKEN = 'redis-deadline-frozen-0123456789';
 const FRESH_TOKEN = 'redis-deadline-fresh-0123456789ab';

@@ -13,18 +13,14 @@ import { loadConfig, type TimeoutConfig } from '../src/config.ts';
 import { IDLE_GRACE_MS } from '../src/transport/lifecycle.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
-import { contractProblems, type ResponseLike } from './contract.ts';
+import { contractProblems } from './contract.ts';
 import { AUTH, TOKEN, api, build, createPlant } from './helper.ts';
-import { serverEnv, startServer } from './process.ts';
-import { openRaw, tryConnect, type RawResponse } from './raw-http.ts';
+import { serverEnv, startServer } from './harness/process.ts';
+import { openRaw, tryConnect } from './harness/raw-http.ts';
 
 const DEFAULT_TIMEOUTS: TimeoutConfig = loadConfig({}).timeouts;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PROCESS_TOKEN = 'reliability-test-token-0123456789';
-
-function asResponse({ status, headers, body }: RawResponse): ResponseLike {
-  return { statusCode: status, headers, body };
-}
 
 async function listen(app: FastifyInstance): Promise<number> {
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -79,7 +75,7 @@ t.test('closing: in flight completes, idle keep-alive closes, new connections ar
   const idle = await openRaw(port);
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
   const health = await idle.response(0);
-  t.equal(health.status, 200, 'the keep-alive connection was served');
+  t.equal(health.statusCode, 200, 'the keep-alive connection was served');
   t.not(health.headers.connection, 'close', 'and stays open');
 
   // (c) the stop begins
@@ -91,10 +87,10 @@ t.test('closing: in flight completes, idle keep-alive closes, new connections ar
   // (d) the rest of the body, and a second request pipelined right behind it
   uploading.socket.write(body.slice(10) + 'GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
   const created = await uploading.response(0);
-  t.equal(created.status, 200, 'the create that was in flight completes');
+  t.equal(created.statusCode, 200, 'the create that was in flight completes');
   t.equal(created.body, '{"name":"Monstera","tag":"aroid"}', 'with the full Plant body');
   t.equal(created.headers.connection, 'close', 'and Connection: close, since the service is stopping');
-  t.same(contractProblems('POST', '/plants', asResponse(created)), [], 'POST /plants 200 matches openapi.yaml');
+  t.same(contractProblems('POST', '/plants', created), [], 'POST /plants 200 matches openapi.yaml');
   // HTTP/1.1 (RFC 9112, 9.6): requests pipelined behind an answer saying close were not processed; a client retries them.
   t.same(await uploading.closed, { byServer: true }, 'then the server closes that connection');
   t.equal(uploading.responses.length, 1, 'leaving the pipelined request unprocessed');
@@ -121,7 +117,7 @@ t.test('a keep-alive connection whose request was in flight when closing began i
   await listenerClosed(port);
   uploading.socket.write(body.slice(5));
   const created = await uploading.response(0);
-  t.equal(created.status, 200, 'the create in flight completes');
+  t.equal(created.statusCode, 200, 'the create in flight completes');
   t.equal(created.body, '{"name":"Fern"}', 'with its Plant body');
   t.equal(created.headers.connection, 'close', 'saying Connection: close, so the client will not reuse the connection');
   // The client sends nothing more. Left open as keep-alive, the connection would hold close()
@@ -145,13 +141,13 @@ t.test('a keep-alive connection idle when closing began may still bring a reques
   // A busy client writes its next request the moment it has the previous answer, maybe just now.
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
   const late = await idle.response(1);
-  t.equal(late.status, 503, 'the request that arrived while closing is refused with 503');
+  t.equal(late.statusCode, 503, 'the request that arrived while closing is refused with 503');
   t.match(late.headers['content-type'], /^application\/json\b/, 'as JSON');
   t.match(late.headers['retry-after'], /^\d+$/, 'with Retry-After in seconds');
   t.equal(late.headers.connection, 'close', 'and Connection: close');
   t.match(JSON.parse(late.body), { error: 503, message: /\S/ }, 'the published Error body');
   t.same(Object.keys(JSON.parse(late.body)).sort(), ['error', 'message'], 'nothing else in it');
-  t.same(contractProblems('GET', '/healthz', asResponse(late)), [], 'the 503 is documented for GET /healthz');
+  t.same(contractProblems('GET', '/healthz', late), [], 'the 503 is documented for GET /healthz');
   t.same(await idle.closed, { byServer: true }, 'then the server closes the connection');
   await closing;
   t.pass('close() resolves');
@@ -171,7 +167,7 @@ t.test('a request that reached an idle connection while the event loop was stall
   // timer is due and runs before the socket is read.
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, IDLE_GRACE_MS + 200);
   const late = await idle.response(1);
-  t.equal(late.status, 503, 'the request is answered with the 503 Error');
+  t.equal(late.statusCode, 503, 'the request is answered with the 503 Error');
   t.equal(late.headers.connection, 'close', 'and Connection: close');
   await closing;
 });
@@ -351,7 +347,7 @@ t.test('slow-loris: headers trickling in past HEADERS_TIMEOUT get 408 and the co
   t.same(closed, { byServer: true }, 'the server closed the slow connection');
   t.ok(took >= 950 && took < 3_000, `after HEADERS_TIMEOUT, checked every second (${took} ms)`);
   t.equal(slow.responses.length, 1, 'with one answer');
-  t.equal(slow.responses[0]?.status, 408, '408 Request Timeout');
+  t.equal(slow.responses[0]?.statusCode, 408, '408 Request Timeout');
   t.same(JSON.parse(slow.responses[0]?.body ?? '{}'), { error: 408, message: 'The request took too long to arrive.' }, 'the Error body');
   const statuses = await Promise.all(normal);
   t.ok(statuses.length >= 4, `${statuses.length} normal requests were made meanwhile`);
@@ -365,7 +361,7 @@ t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT', async
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
   const health = await idle.response(0);
   const answered = Date.now();
-  t.equal(health.status, 200, 'served, and kept alive');
+  t.equal(health.statusCode, 200, 'served, and kept alive');
   t.not(health.headers.connection, 'close');
   // Node closes at keepAliveTimeout plus its keepAliveTimeoutBuffer (1 s); the 65 s default would fail this.
   const closed = await within(4_000, idle.closed, 'still open after 4 s' as const);

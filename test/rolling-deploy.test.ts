@@ -3,8 +3,8 @@
 // supervisor runs it) hands SIGTERM and SIGINT to the server.
 import t from 'tap';
 import { contractProblems } from './contract.ts';
-import { isRunning, serverEnv, startServer } from './process.ts';
-import { openRaw, tryConnect, type RawConnection, type RawResponse } from './raw-http.ts';
+import { isRunning, serverEnv, startServer } from './harness/process.ts';
+import { openRaw, tryConnect, type RawConnection, type RawResponse } from './harness/raw-http.ts';
 
 const TOKEN = 'rolling-deploy-token-0123456789';
 const CONNECTIONS = 64;
@@ -21,9 +21,9 @@ function createRequest(id: number, name: string): string {
 
 /** What is wrong with an answer to a create, from a client's point of view; undefined when nothing is. */
 function problemWith(answer: RawResponse, name: string): string | undefined {
-  if (answer.status === 200) return answer.body === JSON.stringify({ name }) ? undefined : `200 with ${answer.body}`;
-  if (answer.status !== 503) return `${answer.status} ${answer.body}`;
-  const problems = contractProblems('POST', '/plants', { statusCode: answer.status, headers: answer.headers, body: answer.body });
+  if (answer.statusCode === 200) return answer.body === JSON.stringify({ name }) ? undefined : `200 with ${answer.body}`;
+  if (answer.statusCode !== 503) return `${answer.statusCode} ${answer.body}`;
+  const problems = contractProblems('POST', '/plants', answer);
   if (!/^\d+$/.test(answer.headers['retry-after'] ?? '')) problems.push('503 without Retry-After');
   if (answer.headers.connection !== 'close') problems.push('503 without Connection: close');
   return problems.length > 0 ? problems.join('; ') : undefined;
@@ -68,14 +68,14 @@ t.test('SIGTERM with 64 busy keep-alive connections: no reset, nothing unanswere
       answered[c]!++;
       const problem = problemWith(answer, name);
       if (problem) wrong.push(`connection ${c}, create ${id}: ${problem}`);
-      if (answer.status === 200) acknowledged.set(id, name);
-      if (answer.status === 503) refused.add(id);
+      if (answer.statusCode === 200) acknowledged.set(id, name);
+      if (answer.statusCode === 503) refused.add(id);
       if (answer.headers.connection !== 'close') {
         if (signalled) after.keepAlive++;
         signalOnceBusy();
         continue;
       }
-      if (answer.status === 200) after.closing200++;
+      if (answer.statusCode === 200) after.closing200++;
       else after.closing503++;
       // Closing has begun: from now on the listener is closed.
       newConnectionAfterClose ??= tryConnect(port);
@@ -143,7 +143,7 @@ t.test('a second signal while stopping (a second Ctrl-C, or the one npm forwards
   server.child.kill('SIGTERM');
   upload.socket.write(request.slice(split));
   const created = await upload.response(0);
-  t.equal(created.status, 200, 'the create in flight completes');
+  t.equal(created.statusCode, 200, 'the create in flight completes');
   t.equal(created.headers.connection, 'close', 'saying Connection: close');
   t.same(await server.exited, { code: 0, signal: null }, 'the process exits 0');
   t.match(server.stdout(), /"msg":"stopped cleanly"/, 'after a clean stop');

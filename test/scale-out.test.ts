@@ -2,7 +2,7 @@
 // instance writes the other reads, and a create raced across both has exactly one winner.
 import t from 'tap';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
-import { serverEnv, startServer } from './process.ts';
+import { serverEnv, startServer } from './harness/process.ts';
 
 const TOKEN = 'scale-out-token-0123456789';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

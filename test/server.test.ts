@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { readRows } from './helper.ts';
-import { runToExit, serverEnv, startServer } from './process.ts';
+import { runToExit, serverEnv, startServer } from './harness/process.ts';
 
 const STATIC_TOKEN = 'server-test-token-0123456789';
 const ISSUED_TOKEN = /(?<![0-9A-Za-z_])pst_[0-9A-Za-z]{49}(?![0-9A-Za-z])/;

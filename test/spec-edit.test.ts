@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parseDocument } from 'yaml';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 const run = promisify(execFile);
-const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test'];
+const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract'];
 /** The files that hold a plant's fields one by one: SQL, rows and migrations. */
 const MUST_CHANGE = ['src/store/sql.ts', 'src/store/postgres.ts', 'src/store/migrations.ts'];
 

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../scripts/generate.ts';
+import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { handlerFor } from '../src/app.ts';
 import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';

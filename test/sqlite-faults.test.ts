@@ -1,15 +1,15 @@
 // SQLite faults on the real server process: another process holding the write lock (reads and /healthz
 // answer while a create waits; the create answers 503 after the documented wait, or 200 once the lock is
 // released), and a full disk on a real small tmpfs (503 with Retry-After, /readyz not ready until a write
-// succeeds, nothing acknowledged lost). The faults come from scripts/faults/sqlite-faults.ts.
+// succeeds, nothing acknowledged lost). The faults come from test/harness/sqlite-faults.ts.
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from '../scripts/faults/sqlite-faults.ts';
+import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from './harness/sqlite-faults.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { StoreUnavailableError } from '../src/store/types.ts';
 import { contractProblems } from './contract.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'sqlite-faults-test-token-0123456789';
 /** The log line the server writes once writes start waiting for another process's lock. */

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
 
 // prom-client (/metrics) loads @opentelemetry/api, the no-op API, itself; tracing adds the rest.
 const TRACING = ['@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/context-async-hooks', '@opentelemetry/core', '@fastify/otel'];

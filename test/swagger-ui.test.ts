@@ -2,11 +2,13 @@
 // Chromium (Debian's `chromium`). Without Chromium the browser tests skip visibly; with CI=true
 // they run and fail.
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium, type Locator, type Page } from 'playwright-core';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
-import { REPO_ROOT, serverEnv, startServer } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
+import { serverEnv, startServer } from './harness/process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'token-swagger-ui-test-0001';
@@ -45,7 +47,7 @@ t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
     t.notOk(urls.some((value) => value.includes('/docs/json')), 'no box shows the undocumented /docs/json');
     t.equal(await page.locator('a[href*="docs/json"]').count(), 0, 'no link to /docs/json either');
     t.same(await topbar.locator('a[href$=".json"], a[href$=".yaml"]').evaluateAll((links) => links.map((link) => new URL((link as unknown as { href: string }).href).pathname)), ['/openapi.yaml', '/openapi.json'], 'the top bar links the published contract');
-    await page.screenshot({ path: '/tmp/swagger-ui.png' });
+    await page.screenshot({ path: join(t.testdir(), 'swagger-ui.png') });
   });
 
   t.test('schemas are shown by their names', async (t) => {

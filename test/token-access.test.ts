@@ -8,7 +8,8 @@ import { loadConfig } from '../src/config.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
-import { AUTH, TOKEN, build, createPlant, rawExchange, readRows } from './helper.ts';
+import { AUTH, TOKEN, build, createPlant, readRows } from './helper.ts';
+import { rawExchange } from './harness/raw-http.ts';
 
 async function issue(store: PlantStore, name: string, scopes: string[], expiresAt?: string): Promise<string> {
   const token = generateToken();

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { generateToken, hashToken, tokenHint } from '../src/tokens/format.ts';
 import { api, build, createPlant, readRows } from './helper.ts';
-import { runScript } from './process.ts';
+import { runScript } from './harness/process.ts';
 
 const ISSUED = /^pst_[0-9A-Za-z]{49}$/;
 const ANY_ISSUED = /pst_[0-9A-Za-z]{49}/;

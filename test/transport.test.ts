@@ -4,7 +4,8 @@
 import { connect, type AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { contractProblems } from './contract.ts';
-import { AUTH, build, createPlant, rawExchange, rawResponses, type RawResponse } from './helper.ts';
+import { AUTH, build, createPlant } from './helper.ts';
+import { rawExchange, rawResponses, type RawResponse } from './harness/raw-http.ts';
 
 async function listening(t: Test) {
   const built = await build(t);

@@ -4,7 +4,8 @@
 import { connect, type AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { contractProblems } from './contract.ts';
-import { AUTH, build, rawExchange, rawResponses } from './helper.ts';
+import { AUTH, build } from './helper.ts';
+import { rawExchange, rawResponses } from './harness/raw-http.ts';
 
 /** The client gives up after writing this much; a server that never closes fails the test here. */
 const CLIENT_WRITE_CAP = 256 * 1024 * 1024;

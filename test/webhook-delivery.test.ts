@@ -10,7 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
-import { serverEnv, startServer, type RunningServer } from './process.ts';
+import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'webhook-delivery-token-0123456789';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };

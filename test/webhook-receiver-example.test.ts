@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { createPlantStoreClient } from '../src/client/index.ts';
-import { REPO_ROOT, serverEnv, startServer } from './process.ts';
+import { REPO_ROOT } from './harness/paths.ts';
+import { serverEnv, startServer } from './harness/process.ts';
 import { docBlock, example } from './readme-blocks.ts';
 
 const TOKEN = 'webhook-example-token-0123456789';

@@ -1,9 +1,9 @@
-// The faults of `npm run chaos` (scripts/chaos-lib.ts) as tests, a second or two each, against the real
+// The faults of `npm run chaos` (test/harness/chaos.ts) as tests, a second or two each, against the real
 // server and real PostgreSQL / Redis / SQLite processes; see test/chaos.test.ts. They are spread over a few
 // test files (FAULT_GROUPS) so that tap runs them beside other files instead of one after the other in a
 // single long file; chaos.test.ts checks that every fault of FAULTS is in exactly one group.
 import t from 'tap';
-import { FAULTS, runFault, type ChaosOptions } from '../scripts/chaos-lib.ts';
+import { FAULTS, runFault, type ChaosOptions } from './chaos.ts';
 
 export const OPTIONS: ChaosOptions = {
   faultMs: 1_500,
@@ -36,7 +36,7 @@ export async function testFaults(group: keyof typeof FAULT_GROUPS): Promise<void
   for (const name of FAULT_GROUPS[group]) {
     const fault = FAULTS.find((candidate) => candidate.name === name);
     if (fault === undefined) {
-      t.fail(`no fault named ${JSON.stringify(name)} in scripts/chaos-lib.ts`);
+      t.fail(`no fault named ${JSON.stringify(name)} in test/harness/chaos.ts`);
       continue;
     }
     const missing = await fault.unavailable();

@@ -7,16 +7,14 @@
 // plant must then be in its old or its new state, nothing else. The random choices (operations, kill
 // delays) come from a seeded generator, so a failing run can be replayed with the same seed; the
 // interleaving of requests with the kill still depends on timing.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
-import { encodeCursor } from '../src/plants/representation.ts';
-
-export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+import { encodeCursor } from '../../src/plants/representation.ts';
+import { REPO_ROOT } from './paths.ts';
+import { Cleanup, startServer, type ServerEnv, type ServerProcess } from './process.ts';
 
 /** The first id handed out: above 2^53, so ids only survive if int64 is handled exactly end to end. */
 const BASE_ID = 9_007_199_254_740_993n;
@@ -103,17 +101,9 @@ interface Reply {
   headers: Record<string, string | string[] | undefined>;
 }
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface RunningServer {
-  child: ChildProcess;
+interface RunningServer extends ServerProcess {
   host: string;
   port: number;
-  exited: Promise<Exit>;
-  stderr: () => string;
 }
 
 /** Runs the cycles; never throws for a failed check, only for a broken harness (a server that cannot start, ...). */
@@ -141,6 +131,10 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
   let nextId = BASE_ID;
   let writeNumber = 0;
   let server: RunningServer | undefined;
+  const cleanup = new Cleanup();
+  // A harness that dies (a test timing out, an exception) must not leave a server behind.
+  const killOnExit = () => server?.child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const report = (message: string) => {
     violations.push(message);
     // All of them are returned; the log shows the first ones, which usually tell the story.
@@ -149,7 +143,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
   };
 
   try {
-    server = (await startServer(env)).server;
+    server = (await startTimed(env, cleanup)).server;
     // A database given by URL may hold plants already: take ids above every existing one, and judge only those.
     const existing = await listPlants(server, BASE_ID - 1n);
     for (const id of existing.keys()) if (id >= nextId) nextId = id + 1n;
@@ -253,7 +247,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
         acknowledged: new Map([...model.values()].filter((p) => p.allowed.length === 1).map((p) => [p.id, p.allowed[0]!])),
       });
 
-      const restarted = await startServer(env);
+      const restarted = await startTimed(env, cleanup);
       server = restarted.server;
       const before = violations.length;
       const checked = await verify(server, model, firstId, cycle, report);
@@ -274,7 +268,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
     }
 
     // The last recovered server must still stop cleanly.
-    const exit = await stop(server, 'SIGTERM');
+    const exit = await server.stop('SIGTERM');
     server = undefined;
     if (exit.code !== 0) report(`the recovered server did not exit 0 on SIGTERM: ${JSON.stringify(exit)}`);
     if (databasePath !== undefined) {
@@ -286,7 +280,8 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
     if (temporary === undefined) throw error;
     throw new Error(`${(error as Error).message}\n(the database was kept in ${temporary})`, { cause: error });
   } finally {
-    if (server) await stop(server, 'SIGKILL');
+    process.removeListener('exit', killOnExit);
+    await cleanup.run();
   }
 
   const keep = temporary !== undefined && violations.length > 0;
@@ -476,56 +471,12 @@ function sqlitePath(databaseUrl: string): string | undefined {
   return isAbsolute(path) ? path : resolve(REPO_ROOT, path);
 }
 
-/** Spawns node src/entry.js and resolves once its "Server listening at" line names the port; rejects if it exits first. */
-function startServer(env: Record<string, string>): Promise<{ server: RunningServer; startupMs: number }> {
+/** The real server on `env`, with the time from spawning to its "Server listening at" line. */
+async function startTimed(env: ServerEnv, cleanup: Cleanup): Promise<{ server: RunningServer; startupMs: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['src/entry.js'], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  // A harness that dies (a test timing out, an exception) must not leave a server behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr = (stderr + chunk).slice(-20_000);
-  });
-  const exited = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      process.removeListener('exit', killOnExit);
-      resolve({ code, signal });
-    });
-  });
-  return new Promise((resolve, reject) => {
-    let stdout = '';
-    let listening = false;
-    // Read (and drop) every line, also after the listening line: a full pipe would stall the server.
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      if (listening) return;
-      stdout += chunk;
-      const match = /^\{.*"msg":"Server listening at http:\/\/([0-9.]+):(\d+)".*\}$/m.exec(stdout);
-      if (!match) return;
-      listening = true;
-      stdout = '';
-      resolve({
-        server: { child, host: match[1]!, port: Number(match[2]), exited, stderr: () => stderr },
-        startupMs: Math.round(performance.now() - started),
-      });
-    });
-    exited.then(
-      (exit) => {
-        if (!listening) reject(new Error(`the server exited (${JSON.stringify(exit)}) before listening; stderr:\n${stderr}`));
-      },
-      reject,
-    );
-  });
-}
-
-async function stop(server: RunningServer, signal: NodeJS.Signals): Promise<Exit> {
-  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill(signal);
-  return server.exited;
+  const running = await startServer(cleanup, env);
+  const { hostname, port } = new URL(running.url);
+  return { server: { ...running, host: hostname, port: Number(port) }, startupMs: Math.round(performance.now() - started) };
 }
 
 /** One request; rejects when no complete answer arrives (the connection broke, as it does at a kill). */

@@ -1,9 +1,10 @@
-// A raw HTTP/1.1 connection for tests over real sockets: write bytes as they are, read back
-// every complete response (Content-Length framing), and tell who closed the connection.
+// Raw HTTP/1.1 for tests over real sockets: write bytes as they are, read back every complete
+// response (Content-Length framing), and tell who closed the connection.
 import { connect, type Socket } from 'node:net';
 
+/** The shape of light-my-request's responses (statusCode), so contractProblems takes either. */
 export interface RawResponse {
-  status: number;
+  statusCode: number;
   /** Header names in lower case. */
   headers: Record<string, string>;
   body: string;
@@ -81,7 +82,7 @@ export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffe
   const end = data.indexOf('\r\n\r\n');
   if (end < 0) return undefined;
   const [statusLine, ...lines] = data.subarray(0, end).toString('latin1').split('\r\n');
-  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)?.[1]);
+  const status = Number(/^HTTP\/\d\.\d (\d{3})/.exec(statusLine!)?.[1]);
   const headers: Record<string, string> = {};
   for (const line of lines) {
     const colon = line.indexOf(':');
@@ -91,9 +92,31 @@ export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffe
   const bodyStart = end + 4;
   if (data.length < bodyStart + length) return undefined;
   return {
-    response: { status, headers, body: data.subarray(bodyStart, bodyStart + length).toString('utf8') },
+    response: { statusCode: status, headers, body: data.subarray(bodyStart, bodyStart + length).toString('utf8') },
     rest: data.subarray(bodyStart + length),
   };
+}
+
+/** Sends raw bytes on a new connection, half-closes it, and answers everything the server wrote until it closed. */
+export function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(request));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+  });
+}
+
+/** The complete HTTP answers in what a raw socket received, in order. */
+export function rawResponses(received: string): RawResponse[] {
+  const responses: RawResponse[] = [];
+  let rest: Buffer = Buffer.from(received);
+  for (let parsed = takeResponse(rest); parsed && rest.toString('latin1', 0, 5) === 'HTTP/'; parsed = takeResponse(rest)) {
+    responses.push(parsed.response);
+    rest = parsed.rest;
+  }
+  return responses;
 }
 
 /** Connects and answers the error code, or "connected" when the connection was accepted. */

@@ -6,9 +6,10 @@
 // and the watchdog sends the server SIGCONT and SIGTERM, so a failed test leaves no redis-server.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.ts';
 
 export interface RedisServer {
   readonly port: number;
@@ -130,18 +131,6 @@ async function startOn(port: number): Promise<RedisServer> {
       await closed;
     },
   };
-}
-
-/** A port the kernel just handed out on 127.0.0.1 (free now; redis-server binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Sends PING in the Redis protocol and resolves on +PONG. */

@@ -5,12 +5,12 @@
 import type { FastifyInstance, LightMyRequestResponse as LightResponse } from 'fastify';
 import fc from 'fast-check';
 import type { Test } from 'tap';
-import { parseJson } from '../src/contract/json.ts';
-import { plantEtag } from '../src/plants/representation.ts';
-import { WEBHOOK_EVENTS, type PlantContent, type PlantStore } from '../src/store/types.ts';
-import { hashToken, tokenHint } from '../src/tokens/format.ts';
-import { contractProblems, spec } from './contract.ts';
-import { AUTH, TOKEN, build } from './helper.ts';
+import { parseJson } from '../../src/contract/json.ts';
+import { plantEtag } from '../../src/plants/representation.ts';
+import { WEBHOOK_EVENTS, type PlantContent, type PlantStore } from '../../src/store/types.ts';
+import { hashToken, tokenHint } from '../../src/tokens/format.ts';
+import { contractProblems, spec } from '../contract.ts';
+import { AUTH, TOKEN, build } from '../helper.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Fixed credentials. Tokens without the `pst_` prefix skip the checksum, so they can be constants.

@@ -2,10 +2,8 @@
 // start() resolves once the JSON log line "Server listening at http://..." says where it listens;
 // every process is SIGKILLed at the end of the test that spawned it if it is still running.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
-
-export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+import { REPO_ROOT } from './paths.ts';
 
 export interface Exit {
   code: number | null;
@@ -32,8 +30,30 @@ export interface RunningServer extends ServerProcess {
 
 export type ServerEnv = Record<string, string>;
 
-/** What the helpers need of a tap Test: somewhere to register the kill. scripts/chaos-lib.ts passes its own. */
+/** What the helpers need of a tap Test: somewhere to register the kill. Cleanup is one outside tap. */
 export type Teardown = Pick<Test, 'teardown'>;
+
+/** Runs what the harness started, in reverse order; a Teardown for startServer outside tap (the chaos and crash runs). */
+export class Cleanup implements Teardown {
+  readonly #tasks: (() => unknown)[] = [];
+
+  teardown(task: () => unknown): void {
+    this.#tasks.push(task);
+  }
+
+  /** Runs every task, even after one fails; returns the failures' messages. */
+  async run(): Promise<string[]> {
+    const failures: string[] = [];
+    for (let task = this.#tasks.pop(); task !== undefined; task = this.#tasks.pop()) {
+      try {
+        await task();
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+    }
+    return failures;
+  }
+}
 
 /** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
@@ -52,23 +72,31 @@ export interface SpawnOptions {
   command?: readonly string[];
   /** In a process group of its own, as a terminal's foreground job is: `process.kill(-pid)` signals the whole group. */
   detached?: boolean;
-  /** Runs the server as another user, for a test that needs to be refused what root is allowed. */
-  uid?: number;
-  gid?: number;
+  /**
+   * Without root's power to ignore file permissions, for a test that needs to be refused what root is
+   * allowed. As root the process keeps its user (so it still reads a private checkout) and loses
+   * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH through setpriv; any other user has neither anyway.
+   */
+  unprivileged?: boolean;
+}
+
+/** Drops root's permission override from `command` (see SpawnOptions.unprivileged). */
+function withoutPermissionOverride(command: readonly string[]): readonly string[] {
+  if (process.getuid?.() !== 0) return command;
+  return ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--', ...command];
 }
 
 export function spawnServer(
   t: Teardown,
   env: ServerEnv,
-  { command = [process.execPath, 'src/entry.js'], detached = false, ...as }: SpawnOptions = {},
+  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false }: SpawnOptions = {},
 ): ServerProcess {
-  const [file, ...args] = command;
+  const [file, ...args] = unprivileged ? withoutPermissionOverride(command) : command;
   const child = spawn(file!, args, {
     cwd: REPO_ROOT,
     detached,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    ...as,
   });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
@@ -141,9 +169,9 @@ export async function startServer(t: Teardown, env: ServerEnv, options?: SpawnOp
 export async function runToExit(
   t: Test,
   env: ServerEnv,
-  as: { uid?: number; gid?: number } = {},
+  options: Pick<SpawnOptions, 'unprivileged'> = {},
 ): Promise<Exit & { stdout: string; stderr: string }> {
-  const server = spawnServer(t, env, as);
+  const server = spawnServer(t, env, options);
   // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;

@@ -1,7 +1,7 @@
 // The bad day, measured: shared by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
-// Each fault runs against real processes: the real server (node src/entry.js, started as test/process.ts
+// Each fault runs against real processes: the real server (node src/entry.js, started as test/harness/process.ts
 // does) under concurrent keep-alive writers, and a real PostgreSQL cluster, redis-server, lock holder or
-// full disk from scripts/faults/. Per fault: warm up until writes are acknowledged, inject the fault,
+// full disk from test/harness/. Per fault: warm up until writes are acknowledged, inject the fault,
 // hold it, end it, poll for the first successful write (time to recover), let the load run a little
 // longer, then read back every plant whose write was acknowledged. Every request is bounded by a
 // client-side timeout, so a hung service shows up as "unanswered" instead of hanging the harness;
@@ -11,11 +11,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { contractProblems, spec } from '../test/contract.ts';
-import { serverEnv, startServer, type Exit, type RunningServer, type ServerEnv, type Teardown } from '../test/process.ts';
-import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './faults/postgres-cluster.ts';
-import { redisServerAvailable, startRedisServer } from './faults/redis-server.ts';
-import { holdWriteLock, smallDisk, smallDiskSkipReason } from './faults/sqlite-faults.ts';
+import { contractProblems, spec } from '../contract.ts';
+import { Cleanup, serverEnv, startServer, type Exit, type RunningServer, type ServerEnv } from './process.ts';
+import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './postgres-cluster.ts';
+import { redisServerAvailable, startRedisServer } from './redis-server.ts';
+import { holdWriteLock, smallDisk, smallDiskSkipReason } from './sqlite-faults.ts';
 
 export const CHAOS_TOKEN = 'chaos-harness-token-0123456789abcdef';
 
@@ -65,28 +65,6 @@ export interface FaultFigures {
   skipped?: string;
   /** Set when the harness itself failed (a service that never started): the figures are incomplete. */
   failed?: string;
-}
-
-/** Runs what the harness started, in reverse order; also a Teardown for test/process.ts's startServer. */
-export class Cleanup implements Teardown {
-  readonly #tasks: (() => unknown)[] = [];
-
-  teardown(task: () => unknown): void {
-    this.#tasks.push(task);
-  }
-
-  /** Runs every task, even after one fails; returns the failures' messages. */
-  async run(): Promise<string[]> {
-    const failures: string[] = [];
-    for (let task = this.#tasks.pop(); task !== undefined; task = this.#tasks.pop()) {
-      try {
-        await task();
-      } catch (error) {
-        failures.push((error as Error).message);
-      }
-    }
-    return failures;
-  }
 }
 
 /** Everything the runs in this process started; chaos.ts runs it on SIGINT/SIGTERM too. */
