@@ -30,7 +30,8 @@
 // BENCH_BEFORE=<another checkout, with its own node_modules> adds the target "service (before)": that
 // checkout's service started as this one's is (its own Node, the flags of its npm start, a fresh SQLite
 // file), measured in the same rounds, and a last table of each service row's CPU time per request
-// against it; its large store is filled through that checkout's own store.
+// against it; its large store is filled through that checkout's own store. With BENCH_BEFORE_DATABASE_URL
+// (another empty database) and BENCH_DATABASE_URL, "service, postgres (before)" too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -169,6 +170,8 @@ interface Target {
   referenceName?: string;
   /** Its PostgreSQL backends carry this application_name, so that their CPU time is counted too. */
   applicationName?: string;
+  /** For a service of this checkout: the same service of BENCH_BEFORE's checkout, on the same database. */
+  beforeName?: string;
 }
 
 interface Running extends Target {
@@ -178,6 +181,9 @@ interface Running extends Target {
 
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 const BEFORE_NAME = 'service (before)';
+// An empty database of its own for BENCH_BEFORE's service on PostgreSQL (its schema is that checkout's).
+const BEFORE_DATABASE_URL = process.env.BENCH_BEFORE_DATABASE_URL;
+const BEFORE_POSTGRES_NAME = 'service, postgres (before)';
 const rows: Row[] = [];
 const notes: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
@@ -198,22 +204,10 @@ const targets: Target[] = [
     baseline: false,
     service: true,
     referenceName: 'fastify + node:sqlite',
+    ...(BEFORE !== undefined && { beforeName: BEFORE_NAME }),
   },
 ];
-if (BEFORE !== undefined) {
-  // That checkout's npm start runs its own Node (node_modules/.bin/node) when it has one.
-  const node = join(BEFORE, 'node_modules', '.bin', 'node');
-  targets.push({
-    name: BEFORE_NAME,
-    args: serviceArgs(BEFORE),
-    node: existsSync(node) ? node : process.execPath,
-    cwd: BEFORE,
-    env: { DATABASE_URL: `sqlite:${join(dir, 'before.db')}` },
-    baseline: false,
-    service: true,
-    referenceName: 'fastify + node:sqlite',
-  });
-}
+if (BEFORE !== undefined) targets.push(beforeTarget(BEFORE_NAME, `sqlite:${join(dir, 'before.db')}`, 'fastify + node:sqlite'));
 const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (BENCH_DATABASE_URL) {
   targets.push(
@@ -233,8 +227,15 @@ if (BENCH_DATABASE_URL) {
       service: true,
       referenceName: 'fastify + pg',
       applicationName: 'bench-service',
+      ...(BEFORE !== undefined && BEFORE_DATABASE_URL && { beforeName: BEFORE_POSTGRES_NAME }),
     },
   );
+  if (BEFORE !== undefined && BEFORE_DATABASE_URL) {
+    targets.push({
+      ...beforeTarget(BEFORE_POSTGRES_NAME, withApplicationName(BEFORE_DATABASE_URL, 'bench-before'), 'fastify + pg'),
+      applicationName: 'bench-before',
+    });
+  }
 }
 if (process.env.BENCH_TRACING) {
   const OTEL_EXPORTER_OTLP_ENDPOINT = await startSpanSink();
@@ -596,6 +597,21 @@ function printWorkRatios(): void {
   }
 }
 
+/** BENCH_BEFORE's service, run by that checkout's own Node (node_modules/.bin/node) as its npm start does. */
+function beforeTarget(name: string, databaseUrl: string, referenceName: string): Target {
+  const node = join(BEFORE!, 'node_modules', '.bin', 'node');
+  return {
+    name,
+    args: serviceArgs(BEFORE),
+    node: existsSync(node) ? node : process.execPath,
+    cwd: BEFORE,
+    env: { DATABASE_URL: databaseUrl },
+    baseline: false,
+    service: true,
+    referenceName,
+  };
+}
+
 /** Each service row's CPU µs per request against the same scenario's on BENCH_BEFORE's service. */
 function printBeforeRatios(): void {
   console.log(
@@ -607,8 +623,8 @@ function printBeforeRatios(): void {
       `${'ratio'.padStart(8)}${'rounds'.padStart(20)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
   );
   for (const row of rows) {
-    if (row.target === BEFORE_NAME || !targets.find((target) => target.name === row.target)?.service) continue;
-    const before = rows.find((candidate) => candidate.target === BEFORE_NAME && candidate.scenario === row.scenario);
+    const beforeName = targets.find((target) => target.name === row.target)?.beforeName;
+    const before = rows.find((candidate) => candidate.target === beforeName && candidate.scenario === row.scenario);
     if (!before) continue;
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${cpuText(before).padStart(10)}` +
