@@ -3,6 +3,7 @@
 // conditional writes are decided by the database inside one statement or transaction, so racing
 // instances get exactly one winner. Plain parameterized queries only, and locks that end with their
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { all, judged, migrate, only, outboxInsert, plantsWhere, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
@@ -39,6 +40,9 @@ const PING_TIMEOUT_MS = 2_000;
 const MIGRATION_LOCK = 7_240_318_001;
 const FIRST_TOKEN_LOCK = 'SELECT pg_advisory_xact_lock(7240318002)';
 const INT8_OID = 20;
+// Statements are prepared once per connection under a name (parsed and planned once, not on every call). A pooler in
+// transaction mode (PgBouncer) hands a session's prepared statements to other sessions: false runs them unnamed.
+const NAMED_STATEMENTS = true;
 
 // The batch statement carries each of these fields; a field added to Plant in openapi.yaml fails here until it does.
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- a compile-time check, never read at run time
@@ -55,6 +59,15 @@ const CREATE_PLANTS = `WITH input AS (
     ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', '$7::timestamptz', 'input.traceparent')}
     RETURNING 1)
   SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
+
+/** A statement as sent: its text with numbered placeholders, and its name, derived from that text so no two texts share one. */
+interface Prepared { text: string; name: string | undefined }
+
+function prepared(text: string): Prepared {
+  return { text, name: NAMED_STATEMENTS ? `s${createHash('sha256').update(text).digest('base64url').slice(0, 22)}` : undefined };
+}
+
+const CREATE_PLANTS_PREPARED = prepared(CREATE_PLANTS);
 
 interface PendingCreate {
   plant: PlantRecord;
@@ -78,8 +91,8 @@ class PostgresDriver implements Driver {
   #onIdle: (() => void) | undefined;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
-  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them. */
-  readonly #numbered = new Map<string, string>();
+  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them, and its statement name. */
+  readonly #numbered = new Map<string, Prepared>();
 
   private constructor(pool: pg.Pool) {
     this.#pool = pool;
@@ -180,7 +193,7 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>(CREATE_PLANTS, [
+      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ ...CREATE_PLANTS_PREPARED, values: [
         distinct.map(({ plant }) => String(plant.id)),
         distinct.map(({ plant }) => plant.name),
         distinct.map(({ plant }) => plant.tag ?? null),
@@ -188,7 +201,7 @@ class PostgresDriver implements Driver {
         distinct.map(({ plant }) => eventPayload(plant)),
         distinct.map(({ origin }) => origin.traceparent),
         new Date().toISOString(),
-      ]));
+      ] }));
     } catch (error) {
       if (isConnectionError(error)) throw new StoreUnavailableError(error);
       // Something the database refuses in one plant (or a lost race) must not fail the others.
@@ -221,19 +234,20 @@ class PostgresDriver implements Driver {
     if (statement.kind === 'wanted') return true;
     try {
       if (statement.kind === 'exec') return await on.query(statement.sql);
-      const text = this.#placeholders(statement.sql);
-      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values: statement.params, rowMode: 'array' }) : on.query(text, statement.params));
+      const { text, name } = this.#placeholders(statement.sql);
+      const values = statement.params;
+      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, name, values, rowMode: 'array' }) : on.query({ text, name, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
       throw unavailableOr(error);
     }
   }
 
-  #placeholders(sql: string): string {
+  #placeholders(sql: string): Prepared {
     let numbered = this.#numbered.get(sql);
     if (numbered === undefined) {
       let count = 0;
-      numbered = sql.replace(/\?/g, () => `$${++count}`);
+      numbered = prepared(sql.replace(/\?/g, () => `$${++count}`));
       this.#numbered.set(sql, numbered);
     }
     return numbered;
