@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { all, judged, migrate, only, outboxInsert, plantsWhere, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
+import { all, judged, migrate, outboxInsert, plantsWhere, selectPlants, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
   type Steps, type WriteScope } from './sql.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type EveryPlantField, type PlantRecord } from './types.ts';
 
@@ -68,6 +68,7 @@ function prepared(text: string): Prepared {
 }
 
 const CREATE_PLANTS_PREPARED = prepared(CREATE_PLANTS);
+const PLANTS_BY_IDS = selectPlants('id = ANY(?::int8[])');
 
 interface PendingCreate {
   plant: PlantRecord;
@@ -131,6 +132,16 @@ class PostgresDriver implements Driver {
 
   read<T>(work: () => Steps<T>): Promise<T> {
     return this.#track(() => this.#steps(work(), this.#pool));
+  }
+
+  async query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
+    if (this.#closed) throw new Error('The store is closed.');
+    this.#inFlight++;
+    try {
+      return answer(await this.#execute(statement, this.#pool));
+    } finally {
+      if (--this.#inFlight === 0) this.#onIdle?.();
+    }
   }
 
   /** A write of one statement commits on its own; any other runs in a transaction. */
@@ -211,7 +222,7 @@ class PostgresDriver implements Driver {
     const eventWritten = rows.some((row) => row.wrote_deliveries);
     const isCreated = (create: PendingCreate) => created.has(create.plant.id) && first.get(create.plant.id) === create;
     const others = creates.filter((create) => !isCreated(create)).map((create) => String(create.plant.id));
-    const stored = others.length === 0 ? [] : toPlants(await this.read(() => only(plantsWhere('id = ANY(?::int8[])', others))));
+    const stored = others.length === 0 ? [] : await this.query(plantsWhere(PLANTS_BY_IDS, others), toPlants);
     const byId = new Map(stored.map((plant) => [plant.id, plant]));
     return Promise.allSettled(
       creates.map(async (create): Promise<CreateResult> => {

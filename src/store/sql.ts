@@ -36,6 +36,8 @@ export interface Driver {
   readonly spelling: Spelling;
   /** Runs reads; each statement sees what is committed. */
   read<T>(work: () => Steps<T>): Promise<T>;
+  /** Runs one read statement, answering what `answer` makes of its result: a read without the steps around it. */
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T>;
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T>;
   /** Writes creates issued together in one statement; `alone` creates one plant by the shared rule. */
   createPlant?(plant: PlantRecord, origin: EventOrigin, alone: () => Promise<CreateResult>): Promise<CreateResult>;
@@ -84,9 +86,17 @@ const DELIVERY = `message_id AS "messageId", event, status, attempts, created_at
   last_response_status AS "lastResponseStatus", last_error AS "lastError", CASE WHEN status = 'pending' THEN next_attempt_at END AS "nextAttemptAt"`;
 const CLAIMED = 'id, message_id AS "messageId", event, payload, attempts, subscription_id AS "subscriptionId", traceparent, next_attempt_at AS due';
 const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
+const PLANTS = 'SELECT id, name, tag FROM plants WHERE ';
+const PLANT_BY_ID = `${PLANTS}id = ?`;
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
-const PAGE = 'id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)';
-const PAGE_BY_TAG = 'tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)';
+const PAGE = `${PLANTS}id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)`;
+const PAGE_BY_TAG = `${PLANTS}tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)`;
+const TOKEN_BY_HASH = `SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`;
+const INSERT_PLANT = 'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING';
+const UPDATE_PLANT = 'UPDATE plants SET name = ?, tag = ? WHERE id = ?';
+const DELETE_PLANT = 'DELETE FROM plants WHERE id = ?';
+const INSERT_TOKEN = `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`;
 
 /** The subscriptions (`s`) that want the event. Its name is written into the SQL: SQLite re-prepares a statement whose LIKE pattern is bound. */
 export function wanting(event: WebhookEvent): string {
@@ -122,23 +132,40 @@ export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
 
 function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
   for (;;) {
-    if ((yield run('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING', plant.id, plant.name, plant.tag ?? null)) === 1) {
+    if ((yield run(INSERT_PLANT, plant.id, plant.name, plant.tag ?? null)) === 1) {
       return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
     }
     // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
-    const [stored] = toPlants(yield plantsWhere('id = ?', plant.id));
+    const [stored] = toPlants(yield plantsWhere(PLANT_BY_ID, plant.id));
     if (stored) return judged(plant, stored);
   }
 }
 
-/** The plants a condition selects, as rows of column values for toPlants. */
-export function plantsWhere(condition: string, ...params: unknown[]): Statement {
-  return { kind: 'tuples', sql: `SELECT id, name, tag FROM plants WHERE ${condition}`, params };
+/** The plants a select (of `id, name, tag`) answers, as rows of column values for toPlants. */
+export function plantsWhere(select: string, ...params: unknown[]): Statement {
+  return { kind: 'tuples', sql: select, params };
 }
 
-/** Plants as records: no tag key for a null tag. */
+/** A select of the plants a condition selects, for plantsWhere; built once per condition, not per call. */
+export function selectPlants(condition: string): string {
+  return PLANTS + condition;
+}
+
+type PlantRow = [bigint, string, string | null];
+
+/** A plant as a record: no tag key for a null tag. */
+function toPlant([id, name, tag]: PlantRow): PlantRecord {
+  return tag === null ? { id, name } : { id, name, tag };
+}
+
+/** Plants as records. */
 export function toPlants(rows: unknown): PlantRecord[] {
-  return (rows as [bigint, string, string | null][]).map(([id, name, tag]) => (tag === null ? { id, name } : { id, name, tag }));
+  return (rows as PlantRow[]).map(toPlant);
+}
+
+function firstPlant(rows: unknown): PlantRecord | undefined {
+  const row = (rows as PlantRow[])[0];
+  return row && toPlant(row);
 }
 
 type Row = Record<string, unknown>;
@@ -159,15 +186,18 @@ function toToken(row: Row): TokenRecord {
   return { ...token, id: Number(token.id), scopes: token.scopes.split(' ') };
 }
 
+function firstToken(rows: unknown): TokenRecord | undefined {
+  const row = (rows as Row[])[0];
+  return row && toToken(row);
+}
+
 function toSubscription(row: Row): Subscription {
   const subscription = record<Subscription & { events: string }>(row);
   return { ...subscription, events: subscription.events.split(' ') as WebhookEvent[] };
 }
 
 function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
-  const insert = `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-    ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`;
-  const [row] = (yield all(insert, token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString())) as Row[];
+  const [row] = (yield all(INSERT_TOKEN, token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString())) as Row[];
   if (!row) throw new TokenNameTakenError(token.name);
   return toToken(row);
 }
@@ -176,10 +206,10 @@ function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
 function* conditionally(
   event: WebhookEvent,
   origin: EventOrigin,
-  [id, precondition, forUpdate]: [bigint, Precondition | undefined, string],
+  [id, precondition, select]: [bigint, Precondition | undefined, string],
   change: (current: PlantRecord) => [Statement, PlantRecord],
 ): Steps<ConditionalWrite> {
-  const [current] = toPlants(yield plantsWhere(`id = ?${forUpdate}`, id));
+  const [current] = toPlants(yield plantsWhere(select, id));
   if (!current) return { outcome: 'missing' };
   if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
   const [statement, plant] = change(current);
@@ -189,9 +219,12 @@ function* conditionally(
 
 export class SqlStore implements PlantStore {
   readonly #driver: Driver;
+  /** The select of a plant a conditional write changes, held until commit where the database needs it spelled. */
+  readonly #plantForUpdate: string;
 
   constructor(driver: Driver) {
     this.#driver = driver;
+    this.#plantForUpdate = PLANT_BY_ID + driver.spelling.forUpdate;
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
@@ -204,29 +237,24 @@ export class SqlStore implements PlantStore {
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return Promise.resolve([]);
-    return this.#driver.read(function* () {
-      return toPlants(yield tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit));
-    });
+    return this.#driver.query(tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit), toPlants);
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.#driver.read(function* () {
-      return toPlants(yield plantsWhere('id = ?', id))[0];
-    });
+    return this.#driver.query(plantsWhere(PLANT_BY_ID, id), firstPlant);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
-    const update = () => [run('UPDATE plants SET name = ?, tag = ? WHERE id = ?', content.name, content.tag ?? null, id), plantWith(id, content)] as [Statement, PlantRecord];
+    const update = () => [run(UPDATE_PLANT, content.name, content.tag ?? null, id), plantWith(id, content)] as [Statement, PlantRecord];
     return this.#conditionally('plant.replaced', id, precondition, update);
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
-    return this.#conditionally('plant.deleted', id, precondition, (current) => [run('DELETE FROM plants WHERE id = ?', id), current]);
+    return this.#conditionally('plant.deleted', id, precondition, (current) => [run(DELETE_PLANT, id), current]);
   }
 
-  async findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    const [row] = await this.#driver.read(() => only<Row[]>(all(`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`, hash)));
-    return row && toToken(row);
+  findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
+    return this.#driver.query(all(TOKEN_BY_HASH, hash), firstToken);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
@@ -347,7 +375,7 @@ export class SqlStore implements PlantStore {
 
   #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => [Statement, PlantRecord]): Promise<ConditionalWrite> {
     const origin = newOrigin();
-    const context: [bigint, Precondition | undefined, string] = [id, precondition, this.#driver.spelling.forUpdate];
+    const context: [bigint, Precondition | undefined, string] = [id, precondition, this.#plantForUpdate];
     return this.#driver.write(() => conditionally(event, origin, context, change), event);
   }
 }

@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { migrate, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { migrate, only, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 
 /** How long a write waits for a write lock another process holds (documented: docs/operations.md, openapi.yaml's 503). */
@@ -95,6 +95,17 @@ class SqliteDriver implements Driver {
     } catch {
       return this.#readAgain(work);
     }
+  }
+
+  /** Runs the read at once, as read() does, without steps around it. */
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
+    let result: unknown;
+    try {
+      result = this.#execute(statement);
+    } catch {
+      return this.#readAgain(() => only(statement)).then(answer);
+    }
+    return Promise.resolve(answer(result));
   }
 
   /** In the rare case WAL readers meet SQLITE_BUSY (another process recovering the WAL), reads are retried on timers. */
