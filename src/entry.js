@@ -6,7 +6,13 @@
 // Where the cache cannot be written, Node carries on without it.
 // `npm start` runs this with `exec node ...`: npm starts its script through `sh -c`, and without
 // `exec` the shell stays between npm and Node, so the signals npm forwards never reach the server.
-import { enableCompileCache } from 'node:module';
+// The default import (not `{ enableCompileCache }`) lets an older Node read this far and say so.
+import nodeModule from 'node:module';
 
-enableCompileCache();
-await import('./server.ts');
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  process.stderr.write(`Plant Store needs Node 24 or later, not ${process.version}: run \`npm start\`, which uses the Node 24 the repository installs (npm ci).\n`);
+  process.exitCode = 1;
+} else {
+  nodeModule.enableCompileCache();
+  await import('./server.ts');
+}
