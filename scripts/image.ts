@@ -1,6 +1,6 @@
 // npm run image [-- <tag>]: builds the container image (default plant-store:latest) with no registry:
-// a base from scratch with the repository's Node 24, the production node_modules, then the
-// Containerfile on both (test/harness/container.ts). Needs podman or buildah.
+// a base from scratch with the repository's Node 24, then the Containerfile on it with production
+// node_modules installed here (test/harness/container.ts). Needs podman or buildah.
 import { buildImage, containerEngine, IMAGE_USER } from '../test/harness/container.ts';
 
 const tag = process.argv[2] ?? 'plant-store:latest';
@@ -12,7 +12,7 @@ if (!engine) {
 console.log(`image: building ${tag} offline with ${engine.version}`);
 const started = performance.now();
 try {
-  await buildImage(engine, tag, (line) => console.log(`image: built ${line}`));
+  await buildImage(engine, tag, (line) => console.log(`image: ${line}`));
 } catch (error) {
   process.stderr.write(`image: ${(error as Error).message}\n`);
   process.exit(1);

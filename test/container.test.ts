@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import t from 'tap';
 import { contractProblems } from './contract.ts';
-import { IMAGE_USER, lastLine, probeRunFlags, removeImages, run, stepImages, type Engine } from './harness/container.ts';
+import { baseImage, IMAGE_USER, lastLine, probeRunFlags, removeImages, run, type Engine } from './harness/container.ts';
 import { REPO_ROOT } from './harness/paths.ts';
 import { freePort } from './harness/ports.ts';
 import { rawExchange, rawResponses } from './harness/raw-http.ts';
@@ -43,8 +43,7 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   t.ok(flags, 'podman runs containers here');
   if (!flags) return;
   t.comment(`podman run flags this machine needs: ${flags.join(' ') || '(none)'}`);
-  const { base, deps } = stepImages(TAG);
-  t.teardown(() => removeImages(PODMAN, [TAG, base, deps]));
+  t.teardown(() => removeImages(PODMAN, [TAG, baseImage(TAG).base]));
 
   const [npm, ...npmArgs] = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
   const built = await run(npm!, [...npmArgs, 'run', 'image', '--', TAG], { cwd: REPO_ROOT });

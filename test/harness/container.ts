@@ -1,8 +1,9 @@
 // The container image without a registry, for `npm run image` and test/container.test.ts: podman (or
 // buildah) builds a base from scratch holding the repository's own Node 24 and the libraries ldd
-// names, an image of the production node_modules, then the Containerfile on both (build arguments
-// BASE and DEPS). Builds use chroot isolation, so they need no container runtime; running a
-// container does, and probeRunFlags finds the podman flags this kernel needs to run one.
+// names, then the Containerfile on it (build argument BASE), its deps stage replaced by production
+// node_modules installed here (--build-context deps=<dir>). Builds use chroot isolation, so they
+// need no container runtime; running a container does, and probeRunFlags finds the podman flags
+// this kernel needs to run one.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, constants, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,49 +53,36 @@ export function containerEngine(): Engine | undefined {
   return undefined;
 }
 
-export interface BuiltImage {
-  tag: string;
-  base: string;
-  deps: string;
-  /** What each step did, one line each, for the script to print. */
-  steps: string[];
-}
-
-/** Builds `tag` from the Containerfile the offline way; the base and deps images are named after it. */
-export async function buildImage(engine: Engine, tag: string, log: (line: string) => void = () => undefined): Promise<BuiltImage> {
-  const { base, deps, nodeVersion } = stepImages(tag);
+/** Builds `tag` from the Containerfile the offline way, on a base image named after it; logs each step in a line. */
+export async function buildImage(engine: Engine, tag: string, log: (line: string) => void = () => undefined): Promise<void> {
+  const { base, nodeVersion } = baseImage(tag);
   const work = mkdtempSync(join(tmpdir(), 'plant-store-image-'));
-  const steps: string[] = [];
   let since = performance.now();
   const seconds = () => `${((performance.now() - since) / 1000).toFixed(1)} s`;
   const step = (line: string) => {
     since = performance.now();
-    steps.push(line);
     log(line);
   };
   try {
     const libraries = writeBaseContext(join(work, 'base'));
     await build(engine, ['-t', base, join(work, 'base')]);
-    step(`${base} (${seconds()}): from scratch, Node ${nodeVersion} (${NODE_24}), ${libraries.length} libraries from ldd (${libraries.join(', ')}), /etc/passwd with node:${IMAGE_USER}, /tmp`);
+    step(`built ${base} (${seconds()}): from scratch, Node ${nodeVersion} (${NODE_24}), ${libraries.length} libraries from ldd (${libraries.join(', ')}), /etc/passwd with node:${IMAGE_USER}, /tmp`);
     const packages = await writeDepsContext(join(work, 'deps'));
-    await build(engine, ['-t', deps, join(work, 'deps')]);
-    step(`${deps} (${seconds()}): from scratch, /app/node_modules from npm ci --omit=dev (${packages})`);
-    await build(engine, ['-f', join(REPO_ROOT, 'Containerfile'), '--build-arg', `BASE=${base}`, '--build-arg', `DEPS=${deps}`, '-t', tag, REPO_ROOT]);
-    // The deps image is a step of this build only (buildah already drops it as the empty stage it feeds).
-    await removeImages(engine, [deps]);
-    step(`${tag} (${seconds()}): the Containerfile with BASE=${base} DEPS=${deps} (then removed)`);
-    return { tag, base, deps, steps };
+    step(`app/node_modules (${seconds()}): npm ci --omit=dev, from npm's cache where it can (${packages})`);
+    const args = ['-f', join(REPO_ROOT, 'Containerfile'), '--build-arg', `BASE=${base}`, '--build-context', `deps=${join(work, 'deps')}`, '-t', tag, REPO_ROOT];
+    await build(engine, args);
+    step(`built ${tag} (${seconds()}): the Containerfile with BASE=${base}, its deps stage replaced by those node_modules`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-/** The images a build of `tag` makes on the way, named after its last path component. */
-export function stepImages(tag: string): { base: string; deps: string; nodeVersion: string } {
+/** The base image a build of `tag` makes on the way, named after its last path component. */
+export function baseImage(tag: string): { base: string; nodeVersion: string } {
   const name = tag.replace(/:[^/:]*$/, '').split('/').at(-1)!;
   const nodeVersion = spawnSync(NODE_24, ['--version'], { encoding: 'utf8' }).stdout?.trim();
   if (!nodeVersion) throw new Error(`${NODE_24} does not run: run npm ci first`);
-  return { base: `localhost/${name}-base:node-${nodeVersion}`, deps: `localhost/${name}-deps:latest`, nodeVersion };
+  return { base: `localhost/${name}-base:node-${nodeVersion}`, nodeVersion };
 }
 
 async function build(engine: Engine, args: readonly string[]): Promise<void> {
@@ -130,15 +118,15 @@ export function sharedLibraries(binary: string): string[] {
   return [...result.stdout.matchAll(/(\/\S+) \(0x[0-9a-f]+\)/g)].map((match) => match[1]!);
 }
 
-/** The deps context: production node_modules installed from the lockfile, from npm's cache where it can. */
+/** What the Containerfile's deps stage holds, app/node_modules, installed here from the lockfile as that stage does. */
 async function writeDepsContext(dir: string): Promise<string> {
-  mkdirSync(dir, { recursive: true });
-  for (const file of ['package.json', 'package-lock.json']) copyFileSync(join(REPO_ROOT, file), join(dir, file));
+  const app = join(dir, 'app');
+  mkdirSync(app, { recursive: true });
+  for (const file of ['package.json', 'package-lock.json']) copyFileSync(join(REPO_ROOT, file), join(app, file));
   const [command, ...args] = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-  const result = await run(command!, [...args, 'ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
+  const result = await run(command!, [...args, 'ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app });
   if (result.code !== 0) throw new Error(`npm ci --omit=dev failed: ${lastLine(result)}`);
-  writeFileSync(join(dir, 'Containerfile'), 'FROM scratch\nCOPY node_modules /app/node_modules\n');
-  const lock = JSON.parse(readFileSync(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: object };
+  const lock = JSON.parse(readFileSync(join(app, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: object };
   return `${Object.keys(lock.packages).length} packages`;
 }
 
