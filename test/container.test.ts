@@ -7,7 +7,7 @@
 // an image that cannot be built or run where that trivial one runs is a failure.
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import t from 'tap';
 import { contractProblems } from './contract.ts';
@@ -93,6 +93,13 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   const select = database.prepare('SELECT id, name FROM plants');
   select.setReadBigInts(true);
   t.same(select.all(), [{ id: BigInt(BIG), name: 'Monstera' }], 'the plant is in the volume');
+});
+
+t.test('npm run image where neither podman nor buildah is installed: one line saying so, exit 1', async (t) => {
+  const result = await run(process.execPath, ['scripts/image.ts'], { cwd: REPO_ROOT, env: { PATH: dirname(process.execPath) } });
+  t.equal(result.code, 1);
+  t.equal(result.stdout, '');
+  t.equal(result.stderr, 'image: needs podman or buildah, and neither is installed (apt-get install podman)\n');
 });
 
 function request(method: string, path: string, body?: string): string {

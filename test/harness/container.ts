@@ -27,9 +27,9 @@ export interface Run {
 }
 
 /** Runs a command to its end, its output captured (a missing command is code null). */
-export function run(command: string, args: readonly string[], options: { cwd?: string } = {}): Promise<Run> {
+export function run(command: string, args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const output = { stdout: '', stderr: '' };
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
