@@ -181,7 +181,12 @@ t.test('a frozen PostgreSQL: each waiting request answers 503 while it is still 
     () => inFlight.every((sent) => sent.answeredFrozen !== undefined) && Array.from({ length: WRITERS }, (_, client) => frozenRounds(client)).every((n) => n >= FROZEN_ROUNDS),
     `an answer to each of the ${inFlight.length} requests in flight at the freeze, and ${FROZEN_ROUNDS} answers to each client's requests sent during it`,
   );
-  const [ready, lookup] = await Promise.all([request(server, 'GET', '/readyz'), request(server, 'GET', '/plants?limit=1', fresh), answered]);
+  const [ready, lookup, metrics] = await Promise.all([
+    request(server, 'GET', '/readyz'),
+    request(server, 'GET', '/plants?limit=1', fresh),
+    request(server, 'GET', '/metrics'), // its outbox gauge asks the store
+    answered,
+  ]);
   load.frozen = false;
   const whileFrozen = load.requests.filter((sent) => sent.sentFrozen && sent.answeredFrozen);
   cluster.thaw();
@@ -198,6 +203,7 @@ t.test('a frozen PostgreSQL: each waiting request answers 503 while it is still 
     { status: 503, retry: true, problems: [] },
     'a stored token that had to be looked up got the documented 503 with Retry-After (not 401)',
   );
+  t.same({ status: metrics.status, problems: metrics.problems }, { status: 200, problems: [] }, '/metrics answered while frozen: monitoring matters most then');
 
   // Recovery is the service's own doing: poll readiness as a load balancer would.
   for (let again = await request(server, 'GET', '/readyz'); again.status !== 200; again = await request(server, 'GET', '/readyz')) {
