@@ -171,7 +171,7 @@ class PostgresDriver implements Driver {
     });
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
-      // The wait for a connection and the query together: each alone has the longer DATABASE_QUERY_TIMEOUT.
+      // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
       timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`))), timeoutMs);
     });
     try {
