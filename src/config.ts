@@ -11,6 +11,8 @@ export interface Config {
   databasePoolSize: number;
   /** How long a start keeps retrying an unreachable PostgreSQL before it gives up. */
   databaseStartupMs: number;
+  /** The longest any one wait on PostgreSQL may last (a connection, a statement's answer); then 503. */
+  databaseQueryMs: number;
   apiTokens: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per token; undefined: no limit. */
@@ -79,6 +81,7 @@ interface RawEnv {
   DATABASE_URL: string;
   DATABASE_POOL_SIZE: number;
   DATABASE_STARTUP_TIMEOUT: string;
+  DATABASE_QUERY_TIMEOUT: string;
   API_TOKENS: string;
   LOG_LEVEL: Config['logLevel'];
   RATE_LIMIT_PER_MINUTE?: number;
@@ -116,6 +119,7 @@ const schema = {
     DATABASE_URL: { type: 'string', minLength: 1, default: 'sqlite:./data/plants.db' },
     DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATABASE_STARTUP_TIMEOUT: { type: 'string', default: '20s' },
+    DATABASE_QUERY_TIMEOUT: { type: 'string', default: '5s' },
     API_TOKENS: { type: 'string', default: '' },
     LOG_LEVEL: {
       type: 'string',
@@ -179,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: raw.DATABASE_URL,
     databasePoolSize: raw.DATABASE_POOL_SIZE,
     databaseStartupMs: durations('DATABASE_STARTUP_TIMEOUT', [raw.DATABASE_STARTUP_TIMEOUT])[0]!,
+    databaseQueryMs: queryTimeout(raw.DATABASE_QUERY_TIMEOUT),
     apiTokens: parseTokenList(raw.API_TOKENS),
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
@@ -256,6 +261,17 @@ function durations(variable: string, texts: string[]): number[] {
     throw new ConfigError(`Invalid configuration: ${variable} takes durations such as 250ms, 5s, 5m, 2h or 1d, comma-separated for a schedule`);
   }
   return values as number[];
+}
+
+// Zero would mean no deadline at all to pg, and past 24.8 days Node's timers fire at once.
+const MAX_QUERY_TIMEOUT_MS = 86_400_000;
+
+function queryTimeout(text: string): number {
+  const value = parseDuration(text);
+  if (value === undefined || value === 0 || value > MAX_QUERY_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration: DATABASE_QUERY_TIMEOUT takes a duration from 1ms to 1d, such as 250ms or 5s');
+  }
+  return value;
 }
 
 // Short or space-laden tokens are almost always a paste mistake; refuse them at boot.

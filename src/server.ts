@@ -11,6 +11,7 @@ async function main(): Promise<void> {
   const store = await openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     startupTimeoutMs: config.databaseStartupMs,
+    queryTimeoutMs: config.databaseQueryMs,
     onConnectionError: reportConnectionError,
     onLockWait: reportLockWait,
   });

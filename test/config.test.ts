@@ -18,6 +18,7 @@ t.test('defaults when nothing is set', async (t) => {
     databaseUrl: 'sqlite:./data/plants.db',
     databasePoolSize: 10,
     databaseStartupMs: 20_000,
+    databaseQueryMs: 5_000,
     apiTokens: [],
     logLevel: 'info',
     authFailuresPerMinute: 100,
@@ -42,6 +43,7 @@ t.test('each variable is read', async (t) => {
       DATABASE_URL: 'sqlite:/var/lib/plants/plants.db',
       DATABASE_POOL_SIZE: '25',
       DATABASE_STARTUP_TIMEOUT: '90s',
+      DATABASE_QUERY_TIMEOUT: '750ms',
       API_TOKENS: 'token-aaaaaaaaaaaaaaaa',
       LOG_LEVEL: 'debug',
       RATE_LIMIT_PER_MINUTE: '600',
@@ -65,6 +67,7 @@ t.test('each variable is read', async (t) => {
       databaseUrl: 'sqlite:/var/lib/plants/plants.db',
       databasePoolSize: 25,
       databaseStartupMs: 90_000,
+      databaseQueryMs: 750,
       apiTokens: ['token-aaaaaaaaaaaaaaaa'],
       logLevel: 'debug',
       rateLimitPerMinute: 600,
@@ -92,6 +95,9 @@ t.test('rate-limit variables are validated', async (t) => {
     [{ HEADERS_TIMEOUT: '5' }, 'HEADERS_TIMEOUT'],
     [{ REDIS_TIMEOUT: 'soon' }, 'REDIS_TIMEOUT'],
     [{ DATABASE_STARTUP_TIMEOUT: '20' }, 'DATABASE_STARTUP_TIMEOUT'],
+    [{ DATABASE_QUERY_TIMEOUT: '5' }, 'DATABASE_QUERY_TIMEOUT'],
+    [{ DATABASE_QUERY_TIMEOUT: '0s' }, 'DATABASE_QUERY_TIMEOUT'],
+    [{ DATABASE_QUERY_TIMEOUT: '30d' }, 'DATABASE_QUERY_TIMEOUT'],
   ] as const) {
     t.throws(() => loadConfig(env), { name: 'Error', message: new RegExp(variable) }, JSON.stringify(env));
   }

@@ -619,9 +619,10 @@ export interface components {
             };
         };
         /**
-         * @description The store cannot be reached right now (say, a lost database connection; on SQLite, another
-         *     process holding the write lock for more than 5 seconds, or a full disk), or the instance
-         *     is shutting down; retry after `Retry-After` seconds
+         * @description The store cannot be reached right now (say, a lost database connection, or a database that
+         *     does not answer within `DATABASE_QUERY_TIMEOUT`; on SQLite, another process holding the
+         *     write lock for more than 5 seconds, or a full disk), or the instance is shutting down;
+         *     retry after `Retry-After` seconds
          */
         ServiceUnavailable: {
             headers: {

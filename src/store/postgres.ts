@@ -18,6 +18,8 @@ export interface PostgresOptions {
   startupAttempts?: number;
   /** How long a start keeps retrying an unreachable server (DATABASE_STARTUP_TIMEOUT); default 20 s. */
   startupTimeoutMs?: number;
+  /** The longest any one wait for the server lasts: a pool connection, a statement's answer (DATABASE_QUERY_TIMEOUT); default 5 s. */
+  queryTimeoutMs?: number;
 }
 
 /** A start gave up on an unreachable server; says how long it tried. */
@@ -34,7 +36,8 @@ export class StartupGaveUpError extends StoreUnavailableError {
 }
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
-/** How long /readyz waits for the database before saying it is not ready. */
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
+/** The longest /readyz waits for the database (less when DATABASE_QUERY_TIMEOUT is less): a probe's own timeout is short. */
 const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
 const MIGRATION_LOCK = 7_240_318_001;
@@ -90,44 +93,33 @@ class PostgresDriver implements Driver {
   #inFlight = 0;
   /** Called when the last operation under way ends, while close() waits for it. */
   #onIdle: (() => void) | undefined;
+  /** How long /readyz waits for the database before saying it is not ready. */
+  readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
   /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them, and its statement name. */
   readonly #numbered = new Map<string, Prepared>();
 
-  private constructor(pool: pg.Pool) {
+  private constructor(pool: pg.Pool, pingTimeoutMs: number) {
     this.#pool = pool;
+    this.#pingTimeoutMs = pingTimeoutMs;
   }
 
   static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresDriver> {
-    const pool = new pg.Pool({
-      connectionString: databaseUrl,
-      max: options.poolSize,
-      // int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers.
-      types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
-      connectionTimeoutMillis: 5_000,
-      // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.
-      keepAlive: true,
-    });
-    // An idle connection that dies must be reported, never crash the process; the pool replaces it.
-    pool.on('error', (error) => options.onConnectionError?.(error));
-    // pg-pool listens for errors on idle clients only: one that dies while checked out (inside a
-    // transaction, between two queries) would emit 'error' with no listener and end the process.
-    // The query it breaks fails (503), and the pool discards the client on release (not queryable).
-    pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
-    const driver = new PostgresDriver(pool);
+    const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+    // The migration may rightly take long (DDL, another instance's turn): its statements have DATABASE_STARTUP_TIMEOUT.
+    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS), queryTimeoutMs);
     try {
       // Under a lock held until commit, so that instances starting together migrate in turns.
       const migration = function* () {
         yield all(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
         yield* migrate('postgres');
       };
-      await withStartupRetry(() => driver.write(migration, 'transaction'), options);
-    } catch (error) {
-      await pool.end();
-      throw error;
+      await withStartupRetry(() => migrator.write(migration, 'transaction'), options);
+    } finally {
+      await migrator.close();
     }
-    return driver;
+    return new PostgresDriver(newPool(databaseUrl, options, options.poolSize, queryTimeoutMs), Math.min(PING_TIMEOUT_MS, queryTimeoutMs));
   }
 
   read<T>(work: () => Steps<T>): Promise<T> {
@@ -166,20 +158,21 @@ class PostgresDriver implements Driver {
     return result.value;
   }
 
-  /** Answers within PING_TIMEOUT_MS or fails: a readiness check must not hang on a database that neither answers nor refuses. */
+  /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang on a database that neither answers nor refuses. */
   async ping(): Promise<void> {
+    const timeoutMs = this.#pingTimeoutMs;
     const ping = this.#track(async () => {
       try {
         // query_timeout also discards the connection that did not answer.
-        await this.#pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig); // per-query option the types omit
+        await this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig); // per-query option the types omit
       } catch (error) {
         throw unavailableOr(error);
       }
     });
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
-      // Waiting for a connection has its own, longer bound (connectionTimeoutMillis).
-      timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${PING_TIMEOUT_MS} ms`))), PING_TIMEOUT_MS);
+      // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
+      timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`))), timeoutMs);
     });
     try {
       await Promise.race([ping, deadline]);
@@ -278,8 +271,9 @@ class PostgresDriver implements Driver {
       client.release();
       return result;
     } catch (error) {
-      const broken = error instanceof StoreUnavailableError || isConnectionError(error);
-      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+      let broken = error instanceof StoreUnavailableError || isConnectionError(error);
+      // A ROLLBACK that failed (its deadline passed) leaves the connection unusable too.
+      if (!broken) broken = await client.query('ROLLBACK').then(() => false, () => true);
       client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
       throw unavailableOr(error);
     }
@@ -295,6 +289,32 @@ class PostgresDriver implements Driver {
       if (--this.#inFlight === 0) this.#onIdle?.();
     }
   }
+}
+
+/**
+ * Every wait for the server is bounded, since a stopped server cannot enforce its own statement_timeout:
+ * a connection from the pool within connectionTimeoutMillis, each statement's answer within query_timeout
+ * (pg's Client options, which the pool passes to each client). A statement that missed it fails, and its
+ * connection is released with the error: the pool discards it instead of handing out one still waiting.
+ */
+function newPool(databaseUrl: string, options: PostgresOptions, max: number, queryTimeoutMs: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    // int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers.
+    types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
+    connectionTimeoutMillis: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+    query_timeout: queryTimeoutMs,
+    // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.
+    keepAlive: true,
+  });
+  // An idle connection that dies must be reported, never crash the process; the pool replaces it.
+  pool.on('error', (error) => options.onConnectionError?.(error));
+  // pg-pool listens for errors on idle clients only: one that dies while checked out (inside a
+  // transaction, between two queries) would emit 'error' with no listener and end the process.
+  // The query it breaks fails (503), and the pool discards the client on release (not queryable).
+  pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
+  return pool;
 }
 
 async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {

@@ -18,7 +18,7 @@ export const OPTIONS: ChaosOptions = {
 
 /** Which test file runs which faults (by FaultDefinition.name); each group's faults run one after the other. */
 export const FAULT_GROUPS = {
-  postgres: ['postgres: pg_terminate_backend', 'postgres: kill -9, restart'],
+  postgres: ['postgres: pg_terminate_backend', 'postgres: kill -9, restart', 'postgres: SIGSTOP (hung), SIGCONT'],
   redis: ['redis: SIGSTOP, SIGCONT'],
   sqlite: ['sqlite: write lock held by another process', 'sqlite: disk full'],
   service: ['rolling deploy: SIGTERM, new instance', 'auth guard: failed authentications, same address'],

@@ -99,6 +99,11 @@ export interface FaultDefinition {
   clients?: number;
 }
 
+/** The service's DATABASE_QUERY_TIMEOUT while PostgreSQL hangs: short, so that its answers stand apart from the client's bound. */
+export const HUNG_QUERY_TIMEOUT_MS = 1_000;
+const HUNG_PROBES = 4;
+let hungIds = 1_000_000_000_000;
+
 export const FAULTS: readonly FaultDefinition[] = [
   onOwnCluster('postgres: pg_terminate_backend', (cluster, options) => async ({ note }) => {
     // Every backend of the service, again and again while the fault lasts: idle and checked-out clients alike.
@@ -115,6 +120,20 @@ export const FAULTS: readonly FaultDefinition[] = [
     await pause(options.faultMs);
     await cluster.start();
   }),
+  onOwnCluster(
+    'postgres: SIGSTOP (hung), SIGCONT',
+    (cluster, options) => async ({ service, note }) => {
+      // Frozen longer than a client waits: a request waiting on the database without a deadline shows as unanswered.
+      cluster.freeze();
+      try {
+        for (const line of await measureHung(service.url(), Math.max(options.faultMs, options.requestTimeoutMs + 2_000), options.requestTimeoutMs)) note(line);
+      } finally {
+        cluster.thaw();
+      }
+      noteReadiness(service.url(), performance.now(), options, note);
+    },
+    { DATABASE_QUERY_TIMEOUT: `${HUNG_QUERY_TIMEOUT_MS}ms` },
+  ),
   {
     name: 'redis: SIGSTOP, SIGCONT',
     unavailable: () => (redisServerAvailable() ? undefined : 'redis-server is not installed'),
@@ -215,16 +234,66 @@ export const FAULTS: readonly FaultDefinition[] = [
 ];
 
 /** A fault on a PostgreSQL cluster of the harness's own (initdb, a free port), destroyed after it. */
-function onOwnCluster(name: string, fault: (cluster: PostgresCluster, options: ChaosOptions) => PreparedFault['run']): FaultDefinition {
+function onOwnCluster(name: string, fault: (cluster: PostgresCluster, options: ChaosOptions) => PreparedFault['run'], env: ServerEnv = {}): FaultDefinition {
   return {
     name,
     unavailable: postgresMissing,
     prepare: async ({ options, cleanup }) => {
       const cluster = await startPostgresCluster();
       cleanup.teardown(() => cluster.destroy());
-      return { env: { DATABASE_URL: cluster.url }, run: fault(cluster, options) };
+      return { env: { DATABASE_URL: cluster.url, ...env }, run: fault(cluster, options) };
     },
   };
+}
+
+/**
+ * While the database is frozen for `holdMs`: HUNG_PROBES clients of their own create plants one after another, and
+ * one asks /readyz; answers the lines saying how long their answers took against DATABASE_QUERY_TIMEOUT.
+ */
+async function measureHung(base: string, holdMs: number, timeoutMs: number): Promise<string[]> {
+  const until = performance.now() + holdMs;
+  const writes: number[] = [];
+  const ready: number[] = [];
+  const other = new Map<string, number>();
+  const client = async (path: string, times: number[]) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      while (performance.now() < until) {
+        const write = path === '/plants';
+        const outcome = await send(base, agent, write ? 'POST' : 'GET', path, write ? CHAOS_TOKEN : undefined, write ? JSON.stringify({ id: hungIds++, name: 'hung' }) : undefined, timeoutMs);
+        if (outcome.kind === 'answer' && outcome.status === 503) times.push(outcome.ms);
+        else other.set(outcome.kind === 'answer' ? String(outcome.status) : outcome.kind, (other.get(outcome.kind === 'answer' ? String(outcome.status) : outcome.kind) ?? 0) + 1);
+      }
+    } finally {
+      agent.destroy();
+    }
+  };
+  await Promise.all([...Array.from({ length: HUNG_PROBES }, () => client('/plants', writes)), client('/readyz', ready)]);
+  const bound = `DATABASE_QUERY_TIMEOUT ${HUNG_QUERY_TIMEOUT_MS} ms`;
+  return [
+    `while frozen, POST /plants answered 503 in ${spread(writes)} (${bound})`,
+    `while frozen, /readyz answered 503 in ${spread(ready)} (${bound}; /readyz waits at most 2000 ms)`,
+    ...(other.size > 0 ? [`while frozen, other outcomes: ${[...other].map(([kind, count]) => `${count}x ${kind}`).join(', ')}`] : []),
+  ];
+}
+
+/** After the thaw, notes how long /readyz took to answer 200 again (without holding up the fault's end). */
+function noteReadiness(base: string, since: number, options: ChaosOptions, note: (line: string) => void): void {
+  const agent = new Agent({ keepAlive: false });
+  const poll = async () => {
+    while (performance.now() < since + options.recoverDeadlineMs) {
+      const outcome = await send(base, agent, 'GET', '/readyz', undefined, undefined, options.requestTimeoutMs);
+      if (outcome.kind === 'answer' && outcome.status === 200) return note(`after the thaw, /readyz answered 200 again within ${Math.round(performance.now() - since)} ms`);
+      await pause(25);
+    }
+  };
+  poll().finally(() => agent.destroy());
+}
+
+function spread(times: number[]): string {
+  if (times.length === 0) return 'no answer';
+  const sorted = [...times].sort((a, b) => a - b);
+  return `p50 ${sorted[Math.floor((sorted.length - 1) / 2)]} ms, max ${sorted.at(-1)} ms (${times.length} answers)`;
 }
 
 function postgresMissing(): string | undefined {
