@@ -60,9 +60,11 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   t.equal((await run('podman', ['volume', 'create', VOLUME])).code, 0, 'a volume of the test');
   t.teardown(() => run('podman', ['volume', 'rm', '-f', VOLUME]));
   const port = await freePort();
-  t.teardown(() => run('podman', ['rm', '-f', NAME]));
   const container = startContainer(['run', '--name', NAME, ...flags, '-p', `127.0.0.1:${port}:3000`, '-v', `${VOLUME}:/data`, '-e', `API_TOKENS=${TOKEN}`, TAG]);
-  t.teardown(() => container.exited);
+  t.teardown(async () => {
+    await run('podman', ['rm', '-f', NAME]); // stops it first if an assertion ended the test early
+    await container.exited;
+  });
   await container.listening;
 
   const body = `{"id":${BIG},"name":"Monstera"}`;
