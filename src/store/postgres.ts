@@ -3,7 +3,6 @@
 // conditional writes are decided by the database inside one statement or transaction, so racing
 // instances get exactly one winner. Plain parameterized queries only, and locks that end with their
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { all, judged, migrate, outboxInsert, plantsWhere, selectPlants, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
@@ -43,9 +42,6 @@ const PING_TIMEOUT_MS = 2_000;
 const MIGRATION_LOCK = 7_240_318_001;
 const FIRST_TOKEN_LOCK = 'SELECT pg_advisory_xact_lock(7240318002)';
 const INT8_OID = 20;
-// Statements are prepared once per connection under a name (parsed and planned once, not on every call). A pooler in
-// transaction mode (PgBouncer) hands a session's prepared statements to other sessions: false runs them unnamed.
-const NAMED_STATEMENTS = true;
 
 // The batch statement carries each of these fields; a field added to Plant in openapi.yaml fails here until it does.
 // eslint-disable-next-line @typescript-eslint/no-unused-vars -- a compile-time check, never read at run time
@@ -63,14 +59,6 @@ const CREATE_PLANTS = `WITH input AS (
     RETURNING 1)
   SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 
-/** A statement as sent: its text with numbered placeholders, and its name, derived from that text so no two texts share one. */
-interface Prepared { text: string; name: string | undefined }
-
-function prepared(text: string): Prepared {
-  return { text, name: NAMED_STATEMENTS ? `s${createHash('sha256').update(text).digest('base64url').slice(0, 22)}` : undefined };
-}
-
-const CREATE_PLANTS_PREPARED = prepared(CREATE_PLANTS);
 const PLANTS_BY_IDS = selectPlants('id = ANY(?::int8[])');
 
 interface PendingCreate {
@@ -97,8 +85,8 @@ class PostgresDriver implements Driver {
   readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
-  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them, and its statement name. */
-  readonly #numbered = new Map<string, Prepared>();
+  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them. */
+  readonly #numbered = new Map<string, string>();
 
   private constructor(pool: pg.Pool, pingTimeoutMs: number) {
     this.#pool = pool;
@@ -197,7 +185,7 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ ...CREATE_PLANTS_PREPARED, values: [
+      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: CREATE_PLANTS, values: [
         distinct.map(({ plant }) => String(plant.id)),
         distinct.map(({ plant }) => plant.name),
         distinct.map(({ plant }) => plant.tag ?? null),
@@ -238,20 +226,21 @@ class PostgresDriver implements Driver {
     if (statement.kind === 'wanted') return true;
     try {
       if (statement.kind === 'exec') return await on.query(statement.sql);
-      const { text, name } = this.#placeholders(statement.sql);
+      // Unnamed: a named statement lives in its server session, which a pooler in transaction mode shares between clients.
+      const text = this.#placeholders(statement.sql);
       const values = statement.params;
-      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, name, values, rowMode: 'array' }) : on.query({ text, name, values }));
+      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
       throw unavailableOr(error);
     }
   }
 
-  #placeholders(sql: string): Prepared {
+  #placeholders(sql: string): string {
     let numbered = this.#numbered.get(sql);
     if (numbered === undefined) {
       let count = 0;
-      numbered = prepared(sql.replace(/\?/g, () => `$${++count}`));
+      numbered = sql.replace(/\?/g, () => `$${++count}`);
       this.#numbered.set(sql, numbered);
     }
     return numbered;
