@@ -21,6 +21,7 @@ const FIRST_TOKEN = /API token: (\S+)/;
 const binary = pgbouncerBinary();
 const options = await postgresTestOptions();
 if (!options.skip && 'problem' in binary) options.skip = skipUnlessCi(binary.problem);
+const pgbouncerPath = 'path' in binary ? binary.path : 'pgbouncer';
 
 async function admin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
@@ -49,7 +50,7 @@ function directUrl(database: string): string {
 
 async function pooler(t: Test, poolMode: PoolMode): Promise<PgBouncer> {
   const upstream = new URL(ADMIN_URL);
-  return startPgBouncer(t, (binary as { path: string }).path, { poolMode, poolSize: SERVER_POOL_SIZE, upstream: { host: upstream.hostname, port: Number(upstream.port || 5432) } });
+  return startPgBouncer(t, pgbouncerPath, { poolMode, poolSize: SERVER_POOL_SIZE, upstream: { host: upstream.hostname, port: Number(upstream.port || 5432) } });
 }
 
 /** `count` instances started at once through the pooler on `database`, with no static token: one of them creates the first token. */
