@@ -314,9 +314,9 @@ export interface webhooks {
 export interface components {
     schemas: {
         Plant: {
-            /** @description The name of the plant */
+            /** @description The name of the plant; any text without the NUL character (U+0000) */
             name: string;
-            /** @description Tag that specifies the type of the plant */
+            /** @description Tag that specifies the type of the plant; any text without the NUL character (U+0000) */
             tag?: string;
         };
         NewPlant: components["schemas"]["Plant"] & {
@@ -741,7 +741,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of plants to return */
                 limit?: number;
-                /** @description Only plants with exactly this tag */
+                /** @description Only plants with exactly this tag (no tag holds U+0000, so that is a 400, never an empty page) */
                 tag?: string;
                 /** @description Where the page starts; copy it from the `Link` header of the previous page */
                 cursor?: string;
