@@ -403,7 +403,8 @@ export interface components {
     responses: {
         /**
          * @description The request is malformed; the message names the offending field (an HTTP/1.1 request
-         *     without `Host` gets this too, and the connection closes). Malformed credentials
+         *     without `Host` gets this too, and the connection closes). Text with the NUL character
+         *     (U+0000) and a query parameter with a malformed percent-encoding (`?tag=%FF`) are malformed. Malformed credentials
          *     (several tokens or `Authorization` headers, a token in the query string) also carry
          *     `WWW-Authenticate: Bearer realm="plants", error="invalid_request"`.
          */
