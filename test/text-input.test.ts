@@ -32,6 +32,9 @@ t.test(`${TEST_DRIVER}: a NUL (U+0000) in a name or tag is 400 naming the field,
     t.strictSame(response.json(), { error: 400n, message: `The request body field "${field}" must not contain the NUL character (U+0000).` });
   }
   t.equal(await storedPlants(store), before, 'the store holds what it held');
+  const hook = await api(t, app, { method: 'POST', url: '/webhooks', headers: JSON_AUTH, payload: '{"url":"https://hooks.example.com/\\u0000"}' });
+  t.equal(hook.statusCode, 400, 'a webhook URL with a NUL is no URI: 400 too');
+  t.match(hook.json(), { message: /field "url"/ });
   const other = await createPlant(t, app, '{"id":3,"name":"tab\\tand é 🌵","tag":"\\u0001"}');
   t.equal(other.statusCode, 200, 'other control characters and any other text are stored');
 });
