@@ -252,10 +252,10 @@ export class SqlStore implements PlantStore {
   }
 
   listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
-    // An inclusive bound, so that "from the very first id" needs no value below int64.
     // A NUL can be no stored tag; PostgreSQL would fail the query rather than find nothing.
     const refused = unstorableText({ tag });
     if (refused) return Promise.reject(refused);
+    // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return Promise.resolve([]);
     return this.#driver.query(tag === undefined ? plantsWhere(PAGE, from, limit) : plantsWhere(PAGE_BY_TAG, tag, from, limit), toPlants);
