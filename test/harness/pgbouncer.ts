@@ -1,7 +1,8 @@
 // PgBouncer from Debian for pooler tests: our own process on a free 127.0.0.1 port, in front of the
 // shared PostgreSQL (trust authentication), in the pool mode asked for, with a small server pool so
-// that server connections really are shared between clients. Only the PID we spawned is signalled.
-import { spawn, spawnSync } from 'node:child_process';
+// that server connections really are shared between clients. Only the PID we spawned is signalled,
+// by the teardown, or by a watchdog shell when this process ends without one (a test timed out, SIGKILL).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,7 @@ async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upst
   const owner = process.getuid?.() === 0 ? postgresUser() : undefined;
   if (owner) chownSync(dir, owner.uid, owner.gid);
   const child = spawn(binary, [config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...owner });
+  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid, dir);
   let log = '';
   let done = false;
   const exited = new Promise<void>((resolve) => {
@@ -88,6 +90,7 @@ async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upst
   t.teardown(async () => {
     if (!done) child.kill('SIGKILL');
     await exited;
+    watchdog?.kill(); // its work is done: it must not signal a PID that may be reused
   });
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: string) => {
@@ -104,6 +107,15 @@ async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upst
     url: (database) => `postgres://root@127.0.0.1:${port}/${database}`,
     log: () => log,
   };
+}
+
+/** A shell that, once our end of its stdin closes (whenever this process ends), kills `pid` and removes `dir`. */
+function startWatchdog(pid: number, dir: string): ChildProcess {
+  const script = 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"';
+  const watchdog = spawn('sh', ['-c', script, 'pgbouncer-watchdog', String(pid), dir], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  watchdog.unref();
+  (watchdog.stdin as unknown as { unref(): void }).unref();
+  return watchdog;
 }
 
 function postgresUser(): { uid: number; gid: number } {
