@@ -1,31 +1,37 @@
-// How the service behaves while it stops, so that a rolling deploy loses no request. Once closing
-// starts (preClose): readiness fails; the listener closes, so new connections are refused; every
-// answer carries Connection: close, those to requests in flight included; a request that still
-// arrives on an open connection gets a 503 Error with Retry-After and Connection: close (Fastify's
-// own 503 while closing does not match the published Error body, so it is turned off).
+// How the service behaves while it stops, so that a rolling deploy loses no request and shows no
+// error. First drain() (SIGTERM, for SHUTDOWN_DELAY): readiness fails so that balancers take the
+// instance out, while every request, on old and new connections, is served as usual. Then closing
+// (preClose): the listener closes, so new connections are refused (a balancer retries those
+// elsewhere, even a POST, since nothing was sent); requests in flight, and those that still arrive
+// on open connections, are served with Connection: close, so the balancer drops each connection
+// from its pool rather than reusing a connection the service is about to close.
 //
-// Idle keep-alive connections are not closed at once, as Node's server.close() would do: a client
-// may have just written its next request on one, and closing then resets that request. They get
-// IDLE_GRACE_MS in which any request is answered 503 + Connection: close; only those that stayed
-// idle throughout are closed, as a keep-alive timeout would close them.
+// Idle keep-alive connections are not closed at once, as Node's http.Server.close() would do: a
+// balancer may have just written its next request on one, and closing then resets that request
+// (nginx retries no POST it already wrote). They get IDLE_GRACE_MS in which any request is served
+// with Connection: close; only those that stayed idle throughout are closed.
 import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../contract/errors.ts';
 
 /** How long a keep-alive connection idle when closing starts may still bring a request (documented in docs/operations.md, "Stopping"). */
 export const IDLE_GRACE_MS = 1_000;
 
 export interface Lifecycle {
+  /** True from drain() (or closing) on: readiness fails, everything else is served as usual. */
+  readonly draining: boolean;
   readonly closing: boolean;
+  /** Readiness fails from now on; the stop itself begins with app.close(). */
+  drain: () => void;
   /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
   onClosing: (stop: () => Promise<void>) => void;
 }
 
 export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_MS): Lifecycle {
-  const state = { closing: false, graceOver: false };
+  const state = { draining: false, closing: false, graceOver: false };
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<unknown> = Promise.resolve();
   app.addHook('preClose', async () => {
+    state.draining = true;
     state.closing = true;
     stopping = Promise.all(stops.map((stop) => stop()));
     stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
@@ -36,17 +42,8 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
   app.addHook('onClose', async () => {
     await stopping;
   });
-  // Callback-style hooks: on every request's path, and an async hook costs a promise each time.
-  app.addHook('onRequest', (_request, _reply, done) => {
-    if (!state.closing) return done();
-    done(
-      new HttpError(503, 'The service is shutting down; retry on another instance.', {
-        'retry-after': '1',
-        connection: 'close',
-      }),
-    );
-  });
   // Node then ends the connection after this answer, and the client knows not to reuse it.
+  // Callback-style hooks: on every request's path, and an async hook costs a promise each time.
   app.addHook('onSend', (_request, reply, _payload, done) => {
     if (state.closing) reply.header('connection', 'close');
     done();
@@ -58,6 +55,12 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     done();
   });
   return {
+    get draining() {
+      return state.draining;
+    },
+    drain: () => {
+      state.draining = true;
+    },
     get closing() {
       return state.closing;
     },
