@@ -58,14 +58,14 @@ interface Counts {
 function load(url: string, prefix: number): { counts: Counts; created: Map<number, string>; warm: Promise<void>; stop: () => Promise<void> } {
   const counts: Counts = { sent: 0, acknowledged: 0, reads: 0, errors: [] };
   const created = new Map<number, string>();
-  let running = true;
+  const state = { running: true };
   let warmed = 0;
   let onWarm: () => void = () => undefined;
   const warm = new Promise<void>((resolve) => (onWarm = resolve));
   const client = async (c: number) => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     let last: [number, string] | undefined;
-    for (let n = 0; running; n++) {
+    for (let n = 0; state.running; n++) {
       const reading = last !== undefined && n % 2 === 1;
       const id = prefix + c * 1_000_000 + n;
       const name = `plant ${c}-${n}`;
@@ -97,7 +97,7 @@ function load(url: string, prefix: number): { counts: Counts; created: Map<numbe
     created,
     warm,
     stop: async () => {
-      running = false;
+      state.running = false;
       await Promise.all(clients);
     },
   };
