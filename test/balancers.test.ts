@@ -137,7 +137,7 @@ for (const name of ['haproxy', 'nginx'] as const) {
 
     const started = Date.now();
     const phases: string[] = [];
-    const mark = (what: string) => phases.push(`${what} ${Date.now() - started}ms`);
+    const mark = (what: string) => phases.push(`${what} ${Date.now() - started}ms (${new Date().toISOString().slice(11, 23)})`);
     const traffic = load(balancer.url, name === 'haproxy' ? 1e12 : 2e12);
     await traffic.warm;
     mark('warm');
@@ -145,6 +145,8 @@ for (const name of ['haproxy', 'nginx'] as const) {
       const old = instances[i]!;
       const exit = await old.stop('SIGTERM');
       mark(`${i} exited`);
+      const at = (msg: string) => new Date(Number(new RegExp(`"time":(\\d+).*"msg":"${msg}`).exec(old.stdout())?.[1])).toISOString().slice(11, 23);
+      phases.push(`${i}: shutting down at ${at('shutting down')}, stopped at ${at('stopped cleanly')}`);
       if (exit.code !== 0) t.fail(`instance ${i} exited ${JSON.stringify(exit)}: ${old.stderr()}`);
       instances[i] = await startServer(t, envFor(ports[i]!));
       mark(`${i} listening`);
@@ -163,7 +165,7 @@ for (const name of ['haproxy', 'nginx'] as const) {
     );
     t.ok(counts.acknowledged > CLIENTS * WARM_UP, 'the clients kept creating throughout');
     t.same(counts.errors.slice(0, 20), [], `no client-visible error (${counts.errors.length})`);
-    if (counts.errors.length > 0) t.comment(`${name} said:\n${balancer.log().slice(-4_000)}`);
+    if (counts.errors.length > 0) t.comment(`${name} said:\n${balancer.log().split('\n').filter((line) => /\[error\]/.test(line)).map((line) => line.slice(0, 160)).join('\n')}`);
     t.same(missing.slice(0, 20), [], `every acknowledged create is stored (${missing.length} missing)`);
     for (const instance of instances) t.same(await instance.stop('SIGINT'), { code: 0, signal: null });
   });

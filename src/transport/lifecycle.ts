@@ -32,10 +32,13 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
   let stopping: Promise<unknown> = Promise.resolve();
   app.addHook('preClose', async () => {
     state.draining = true;
-    state.closing = true;
     stopping = Promise.all(stops.map((stop) => stop()));
     stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
-    if (app.server.listening) await stopListening(app.server, idleGraceMs);
+    // Connection: close only once the listener is closed: before, each closed connection would
+    // bring a new one, and those still queued when the listener closes are reset (see acceptPass).
+    const { drained } = app.server.listening ? await stopListening(app.server) : { drained: Promise.resolve() };
+    state.closing = true;
+    await drainedOrGraceOver(drained, idleGraceMs);
     // Fastify's server.close() follows: it closes the connections still idle and waits for the rest.
     state.graceOver = true;
   });
@@ -70,15 +73,40 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
   };
 }
 
-/** Refuses new connections, keeping open ones; settles once none is left or after `graceMs`. */
-async function stopListening(server: NetServer, graceMs: number): Promise<void> {
+/** How long closing waits for a connection to arrive, so as to close the listener right after an accept pass (below). */
+const ACCEPT_PASS_WAIT_MS = 100;
+
+/** Refuses new connections, keeping open ones; `drained` settles once none is left. */
+async function stopListening(server: NetServer): Promise<{ drained: Promise<void> }> {
+  await acceptPass(server);
+  // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
+  return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
+}
+
+/** Settles once every connection is closed or after `graceMs`, whichever comes first. */
+async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-  // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
-  const drained = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
   await Promise.race([drained, graceOver]);
   clearTimeout(timer);
   // Timers run before I/O in the event loop: after a stall, let requests already received be read
   // (so their connections are no longer idle) before the idle ones are closed.
   await new Promise((resolve) => setImmediate(resolve));
+}
+
+// Closing a listening socket makes Linux reset every connection it has queued that Node has not
+// accepted yet, requests already written on them included (nginx retries no such POST). Node
+// accepts until the queue is empty whenever a connection arrives; closing in the check phase right
+// after that pass leaves only the connections that arrive within the same loop turn to be reset.
+function acceptPass(server: NetServer): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      server.off('connection', accepted);
+      resolve();
+    };
+    const accepted = () => setImmediate(done);
+    const timer = setTimeout(done, ACCEPT_PASS_WAIT_MS);
+    server.once('connection', accepted);
+  });
 }
