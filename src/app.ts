@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { clientErrorHandler, frameworkErrorHandler } from './contract/errors.ts';
 import routes from './contract/routes.ts';
+import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
 import docs from './docs/plugin.ts';
@@ -17,7 +18,7 @@ import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
-import { StoreUnavailableError, type PlantStore } from './store/types.ts';
+import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
 import transport from './transport/plugin.ts';
@@ -45,7 +46,11 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   const app = Fastify(serverOptions(config, logStream));
   await app.register(observability, { pendingDeliveries: () => plainStore.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace });
   const store = app.observability.instrument(plainStore);
-  await app.register(contract, { bodyLimit: BODY_LIMIT, isUnavailable: (error) => error instanceof StoreUnavailableError });
+  await app.register(contract, {
+    bodyLimit: BODY_LIMIT,
+    isUnavailable: (error) => error instanceof StoreUnavailableError,
+    isInvalidInput: (error) => error instanceof UnstorableTextError,
+  });
   await app.register(security, {
     corsOrigins: config.corsOrigins,
     tokens: { staticTokens: config.apiTokens, store, now: clock },
@@ -93,6 +98,7 @@ function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.Wri
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
+    routerOptions: { querystringParser: parseQueryString },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.

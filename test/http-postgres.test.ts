@@ -12,4 +12,5 @@ if (options.skip) {
   await import('./lifecycle.test.ts');
   await import('./auth.test.ts');
   await import('./docs.test.ts');
+  await import('./text-input.test.ts');
 }

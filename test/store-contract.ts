@@ -289,6 +289,48 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.strictSame(await store.listPlants({ tag: 'Aroid', after: 5n, limit: 100 }), [], 'after the only plant with the tag');
     });
 
+    t.test('text with NUL (U+0000) is refused alike by every driver, naming the field; nothing is written', async (t) => {
+      const store = await open(t);
+      // Matched by name, not class: the same check shows what a driver without the rule did instead.
+      const refused = (field: string) => ({ name: 'UnstorableTextError', field, message: new RegExp(`"${field}" contains the NUL character`) });
+      const subscription = await store.createSubscription(newSubscription('watching', [...WEBHOOK_EVENTS]));
+      await seed(t, store, [{ id: 1n, name: 'kept', tag: 'aroid' }]);
+      const [created] = await claimAll(store);
+      await store.recordAttempt({ id: created!.id, at: iso(0), result: 'delivered', responseStatus: 204 });
+
+      await t.rejects(store.createPlant({ id: 2n, name: 'a\u0000b' }), refused('name'), 'createPlant: a NUL in the name');
+      await t.rejects(store.createPlant({ id: 2n, name: 'fine', tag: '\u0000' }), refused('tag'), 'createPlant: a NUL in the tag');
+      await t.rejects(store.createPlant({ id: 1n, name: 'kept', tag: 'aroid\u0000' }), refused('tag'), 'createPlant at a used id is refused too');
+      await t.rejects(store.replacePlant(1n, { name: '\u0000' }), refused('name'), 'replacePlant: a NUL in the name');
+      await t.rejects(store.replacePlant(1n, { name: 'kept', tag: 'a\u0000' }), refused('tag'), 'replacePlant: a NUL in the tag');
+      await t.rejects(store.listPlants({ tag: 'aroid\u0000', limit: 10 }), refused('tag'), 'listPlants: a NUL in the tag filter');
+
+      t.strictSame(await store.listPlants({ limit: 10 }), [{ id: 1n, name: 'kept', tag: 'aroid' }], 'the stored plants are as they were');
+      t.strictSame(await store.claimDueDeliveries(later(LEASE_MS), LEASE_MS, 10), [], 'no event was written');
+
+      const token = { name: 'ci\u0000bot', hash: hashToken(generateToken()), hint: 'pst_…abcd' };
+      await t.rejects(store.createFirstToken(token), refused('name'), 'createFirstToken: a NUL in the name');
+      await t.rejects(store.createToken(token), refused('name'), 'createToken: a NUL in the name');
+      await t.rejects(store.revokeToken('ci\u0000bot'), refused('name'), 'revokeToken: a NUL in the name');
+      t.strictSame(await store.listTokens(), [], 'no token was stored');
+      await t.rejects(store.createSubscription({ ...newSubscription('x', ['plant.created']), url: 'https://hooks.example.com/\u0000' }), refused('url'));
+      t.strictSame(await store.listSubscriptions(), [subscription], 'no subscription was stored');
+    });
+
+    t.test('a NUL in why an attempt failed is kept as U+FFFD, so the outcome is recorded on every driver', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('nul', ['plant.created']));
+      await seed(t, store, [{ id: 1n, name: 'one' }]);
+      const [claimed] = await claimAll(store);
+      await store.recordAttempt({ id: claimed!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(2_000), error: 'could not deliver: a\u0000b' });
+      t.equal((await deliveriesOf(store, subscription.id))[0]?.lastError, 'could not deliver: a\ufffdb', 'retry');
+      const [again] = await store.claimDueDeliveries(later(2_000), LEASE_MS, 10);
+      const disabled = { result: 'failed', error: 'gone\u0000', disableSubscription: 'the receiver said\u0000 gone' } as const;
+      await store.recordAttempt({ id: again!.id, at: iso(3_000), ...disabled });
+      t.equal((await deliveriesOf(store, subscription.id))[0]?.lastError, 'gone\ufffd', 'failed');
+      t.equal((await store.listSubscriptions())[0]?.disabledReason, 'the receiver said\ufffd gone', 'why the subscription was disabled');
+    });
+
     t.test('walking pages with after = the last id of the previous page visits every plant once', async (t) => {
       const store = await open(t);
       const ids = new Set([INT64_MIN, INT64_MIN + 1n, -1n, 0n, 1n, TWO_53, TWO_53 + 1n, INT64_MAX - 1n, INT64_MAX]);

@@ -40,6 +40,8 @@ export interface ErrorHandlingOptions {
   bodyLimit: number;
   /** Recognises failures of a dependency that may pass (a lost database connection): 503, not 500. */
   isUnavailable: (error: unknown) => boolean;
+  /** Recognises input a lower layer refused (text the store cannot hold): 400 with the error's own message. */
+  isInvalidInput: (error: unknown) => boolean;
 }
 
 const UNAVAILABLE = 'The service cannot reach its store right now; retry shortly.';
@@ -125,6 +127,7 @@ function toHttpError(error: FastifyError, request: FastifyRequest, options: Erro
   if (request.is404) return notFound(request);
   if (error instanceof HttpError) return error;
   if (options.isUnavailable(error)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
+  if (options.isInvalidInput(error)) return new HttpError(400, error.message);
   // Our own 403s are HttpErrors; any other is the docs' static files refusing a path outside their
   // folder (a `..` segment), and to a client there is simply no such document.
   if (error.statusCode === 403) return notFound(request);

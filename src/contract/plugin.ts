@@ -6,12 +6,14 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { installErrorHandling, type ErrorHandlingOptions } from './errors.ts';
 import { useExactJsonBodies } from './json.ts';
+import { refuseMalformedQueries } from './query.ts';
 import { validatorCompiler } from './validation.ts';
 
 async function contract(app: FastifyInstance, options: ErrorHandlingOptions): Promise<void> {
   installErrorHandling(app, options);
   app.setValidatorCompiler(validatorCompiler);
   useExactJsonBodies(app);
+  refuseMalformedQueries(app);
 }
 
 export default fp(contract, { name: 'contract', fastify: '5.x' });

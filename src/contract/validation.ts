@@ -46,8 +46,13 @@ export function formatSchemaErrors(errors: ErrorObject[], dataVar: string): Erro
     }
   }
   const subject = path === '' ? `The ${part}` : `The ${field} "${path}"`;
-  return new Error(`${subject} ${error.message ?? 'is not valid'}.`);
+  return new Error(`${subject} ${(error.keyword === 'pattern' && PATTERN_RULES[String(error.params.pattern)]) || error.message || 'is not valid'}.`);
 }
+
+// The spec's patterns as rules a person reads; Ajv would quote the regular expression.
+const PATTERN_RULES: Record<string, string> = {
+  '^[^\\u0000]*$': 'must not contain the NUL character (U+0000)',
+};
 
 // Ajv's instancePath is a JSON pointer ("/tags/0"); people read dotted paths ("tags.0").
 function fieldPath(instancePath: string): string {

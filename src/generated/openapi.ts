@@ -314,9 +314,9 @@ export interface webhooks {
 export interface components {
     schemas: {
         Plant: {
-            /** @description The name of the plant */
+            /** @description The name of the plant; any text without the NUL character (U+0000) */
             name: string;
-            /** @description Tag that specifies the type of the plant */
+            /** @description Tag that specifies the type of the plant; any text without the NUL character (U+0000) */
             tag?: string;
         };
         NewPlant: components["schemas"]["Plant"] & {
@@ -403,7 +403,8 @@ export interface components {
     responses: {
         /**
          * @description The request is malformed; the message names the offending field (an HTTP/1.1 request
-         *     without `Host` gets this too, and the connection closes). Malformed credentials
+         *     without `Host` gets this too, and the connection closes). Text with the NUL character
+         *     (U+0000) and a query parameter with a malformed percent-encoding (`?tag=%FF`) are malformed. Malformed credentials
          *     (several tokens or `Authorization` headers, a token in the query string) also carry
          *     `WWW-Authenticate: Bearer realm="plants", error="invalid_request"`.
          */
@@ -741,7 +742,7 @@ export interface operations {
             query?: {
                 /** @description Maximum number of plants to return */
                 limit?: number;
-                /** @description Only plants with exactly this tag */
+                /** @description Only plants with exactly this tag (no tag holds U+0000, so that is a 400, never an empty page) */
                 tag?: string;
                 /** @description Where the page starts; copy it from the `Link` header of the previous page */
                 cursor?: string;

@@ -8,7 +8,7 @@ import { MIGRATION_TABLE, migrations, spelled, type Dialect } from './migrations
 import { outboxTrace } from './outbox-trace.ts';
 import { eventPayload, pageStart, WEBHOOK_EVENTS, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
   type CreateResult, type Delivery, type EveryPlantField, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
-  type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent } from './types.ts';
+  type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent, unstorableText } from './types.ts';
 
 /**
  * One step for a driver: a statement's rows as objects (`all`) or as arrays of column values (`tuples`,
@@ -196,6 +196,22 @@ function toSubscription(row: Row): Subscription {
   return { ...subscription, events: subscription.events.split(' ') as WebhookEvent[] };
 }
 
+/** The refusal for a token whose text holds U+0000 (the scopes as the one text they are stored as). */
+function unstorableToken({ name, hash, hint, scopes, expiresAt }: NewTokenRecord): Error | undefined {
+  return unstorableText({ name, hash, hint, scopes: scopes?.join(' '), expiresAt });
+}
+
+/**
+ * Why an attempt failed is our own diagnostic, partly quoting the receiver: a NUL in it is shown as U+FFFD
+ * rather than refused, since refusing would leave the delivery's outcome unrecorded.
+ */
+function withStorableDiagnostics(outcome: AttemptOutcome): AttemptOutcome {
+  if (outcome.result === 'delivered' || !unstorableText(outcome)) return outcome;
+  const readable = (text: string | undefined) => text?.replaceAll('\u0000', '\ufffd');
+  if (outcome.result === 'retry') return { ...outcome, error: readable(outcome.error) };
+  return { ...outcome, error: readable(outcome.error), disableSubscription: readable(outcome.disableSubscription) };
+}
+
 function* insertToken(token: NewTokenRecord): Steps<TokenRecord> {
   const [row] = (yield all(INSERT_TOKEN, token.name, token.hash, token.hint, (token.scopes ?? ['*']).join(' '), token.expiresAt ?? null, new Date().toISOString())) as Row[];
   if (!row) throw new TokenNameTakenError(token.name);
@@ -228,12 +244,17 @@ export class SqlStore implements PlantStore {
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
+    const refused = unstorableText(plant);
+    if (refused) return Promise.reject(refused);
     const origin = newOrigin();
     const alone = () => this.#driver.write(() => createOne(plant, origin), 'plant.created');
     return this.#driver.createPlant ? this.#driver.createPlant(plant, origin, alone) : alone();
   }
 
   listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+    // A NUL can be no stored tag; PostgreSQL would fail the query rather than find nothing.
+    const refused = unstorableText({ tag });
+    if (refused) return Promise.reject(refused);
     // An inclusive bound, so that "from the very first id" needs no value below int64.
     const from = pageStart(after);
     if (from === undefined) return Promise.resolve([]);
@@ -245,6 +266,8 @@ export class SqlStore implements PlantStore {
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    const refused = unstorableText(content);
+    if (refused) return Promise.reject(refused);
     const update = () => [run(UPDATE_PLANT, content.name, content.tag ?? null, id), plantWith(id, content)] as [Statement, PlantRecord];
     return this.#conditionally('plant.replaced', id, precondition, update);
   }
@@ -258,6 +281,8 @@ export class SqlStore implements PlantStore {
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
+    const refused = unstorableToken(token);
+    if (refused) return Promise.reject(refused);
     const lock = this.#driver.spelling.firstTokenLock;
     return this.#driver.write(function* () {
       // Two instances starting on an empty database must not both create a first token.
@@ -269,6 +294,8 @@ export class SqlStore implements PlantStore {
   }
 
   createToken(token: NewTokenRecord): Promise<TokenRecord> {
+    const refused = unstorableToken(token);
+    if (refused) return Promise.reject(refused);
     return this.#driver.write(() => insertToken(token), 'statement');
   }
 
@@ -277,6 +304,8 @@ export class SqlStore implements PlantStore {
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
+    const refused = unstorableText({ name: nameOrId });
+    if (refused) throw refused;
     const column = /^\d+$/.test(nameOrId) ? 'id' : 'name';
     const revoke = all(`UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE ${column} = ? RETURNING ${TOKEN}`, new Date().toISOString(), nameOrId);
     const [row] = await this.#driver.write(() => only<Row[]>(revoke), 'statement');
@@ -290,6 +319,8 @@ export class SqlStore implements PlantStore {
   }
 
   async createSubscription({ url, events, secret }: NewSubscription): Promise<Subscription> {
+    const refused = unstorableText({ url, secret });
+    if (refused) throw refused;
     const insert = `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION}`;
     const [row] = await this.#driver.write(() => only<Row[]>(all(insert, url, events.join(' '), secret, new Date().toISOString())), 'statement');
     return toSubscription(row!);
@@ -338,6 +369,7 @@ export class SqlStore implements PlantStore {
   }
 
   recordAttempt(outcome: AttemptOutcome): Promise<void> {
+    outcome = withStorableDiagnostics(outcome);
     return this.#driver.write(function* () {
       // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
       const attempt = `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,

@@ -73,6 +73,30 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * Text that holds U+0000 (NUL): PostgreSQL's text type cannot hold it (SQLSTATE 22021) and SQLite can, so
+ * every driver refuses it alike and data stays movable between them. `field` names what held it.
+ */
+export class UnstorableTextError extends Error {
+  readonly field: string;
+
+  constructor(field: string) {
+    super(`The field "${field}" contains the NUL character (U+0000), which the store cannot hold.`);
+    this.name = 'UnstorableTextError';
+    this.field = field;
+  }
+}
+
+/** The refusal for the first field of `fields` whose text holds U+0000; undefined when every one can be stored. */
+export function unstorableText(fields: object): UnstorableTextError | undefined {
+  // for...in rather than Object.entries: this runs on every write, and needs no array.
+  for (const field in fields) {
+    const value = (fields as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value.includes('\u0000')) return new UnstorableTextError(field);
+  }
+  return undefined;
+}
+
 export const WEBHOOK_EVENTS = ['plant.created', 'plant.replaced', 'plant.deleted'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 

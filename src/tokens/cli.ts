@@ -2,7 +2,7 @@
 // store named by DATABASE_URL. Only a token's hash is stored; create prints the token once, as
 // its last line, so scripts can take it with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { TokenNameTakenError, type PlantStore } from '../store/types.ts';
+import { TokenNameTakenError, UnstorableTextError, type PlantStore } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
 import { tokenStatus } from './verifier.ts';
@@ -48,7 +48,7 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
       context.err(`${error.message}\n\n${USAGE}`);
       return 2;
     }
-    if (error instanceof TokenNameTakenError) {
+    if (error instanceof TokenNameTakenError || error instanceof UnstorableTextError) {
       context.err(error.message);
       return 1;
     }

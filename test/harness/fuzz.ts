@@ -943,8 +943,8 @@ function plantReadProblems(model: Plants, request: FuzzRequest, answer: Answer):
 }
 
 /**
- * The query string as the service parses it (fast-querystring): `+` is a space, and a value whose
- * percent-encoding is not UTF-8 stays as written (`%FF` is the three characters, not U+FFFD).
+ * The query string as the service parses it (fast-querystring): `+` is a space. A percent-encoding
+ * that is not UTF-8 is answered 400 before any page (contract/query.ts); it stays as written here.
  */
 function serverQuery(search: string): Map<string, string[]> {
   const decode = (text: string) => {
