@@ -135,6 +135,7 @@ for (const name of ['haproxy', 'nginx'] as const) {
     const block = readmeBlock(BLOCKS[name].marker, BLOCKS[name].lang);
     const balancer = await startBalancer(t, name, program.path, join(dir, name), block, ports);
 
+    // A timeline, wall-clock times included, to set beside the balancer's own log when a client saw an error.
     const started = Date.now();
     const phases: string[] = [];
     const mark = (what: string) => phases.push(`${what} ${Date.now() - started}ms (${new Date().toISOString().slice(11, 23)})`);
@@ -145,7 +146,10 @@ for (const name of ['haproxy', 'nginx'] as const) {
       const old = instances[i]!;
       const exit = await old.stop('SIGTERM');
       mark(`${i} exited`);
-      const at = (msg: string) => new Date(Number(new RegExp(`"time":(\\d+).*"msg":"${msg}`).exec(old.stdout())?.[1])).toISOString().slice(11, 23);
+      const at = (msg: string) => {
+        const time = new RegExp(`"time":(\\d+).*"msg":"${msg}`).exec(old.stdout())?.[1];
+        return time === undefined ? 'never' : new Date(Number(time)).toISOString().slice(11, 23);
+      };
       phases.push(`${i}: shutting down at ${at('shutting down')}, stopped at ${at('stopped cleanly')}`);
       if (exit.code !== 0) t.fail(`instance ${i} exited ${JSON.stringify(exit)}: ${old.stderr()}`);
       instances[i] = await startServer(t, envFor(ports[i]!));
