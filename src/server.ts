@@ -49,12 +49,19 @@ async function main(): Promise<void> {
   function stop(signal: NodeJS.Signals): void {
     stopping = true;
     clearTimeout(delay);
-    app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
     setTimeout(() => {
       app.log.error({ timeoutMs: config.timeouts.shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, config.timeouts.shutdownMs).unref();
-    app.close().then(() => store.close()).then(
+    // The listener closes before app.close(), from which on every answer says Connection: close.
+    app.lifecycle
+      .stopAccepting()
+      .then(() => {
+        app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
+        return app.close();
+      })
+      .then(() => store.close())
+      .then(
       () => {
         app.log.info('stopped cleanly');
         process.exit(0);

@@ -22,6 +22,12 @@ export interface Lifecycle {
   readonly closing: boolean;
   /** Readiness fails from now on; the stop itself begins with app.close(). */
   drain: () => void;
+  /**
+   * Closes the listener (right after an accept pass), keeping open connections. Call it before
+   * app.close(), which makes Fastify answer Connection: close at once: each closed connection
+   * brings a new one, and those still queued when the listener closes are reset (see acceptPass).
+   */
+  stopAccepting: () => Promise<void>;
   /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
   onClosing: (stop: () => Promise<void>) => void;
 }
@@ -30,13 +36,13 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
   const state = { draining: false, closing: false, graceOver: false };
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<unknown> = Promise.resolve();
+  let listenerClosed: Promise<{ drained: Promise<void> }> | undefined;
+  const stopAccepting = () => (listenerClosed ??= app.server.listening ? stopListening(app.server) : Promise.resolve({ drained: Promise.resolve() }));
   app.addHook('preClose', async () => {
     state.draining = true;
     stopping = Promise.all(stops.map((stop) => stop()));
     stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
-    // Connection: close only once the listener is closed: before, each closed connection would
-    // bring a new one, and those still queued when the listener closes are reset (see acceptPass).
-    const { drained } = app.server.listening ? await stopListening(app.server) : { drained: Promise.resolve() };
+    const { drained } = await stopAccepting();
     state.closing = true;
     await drainedOrGraceOver(drained, idleGraceMs);
     // Fastify's server.close() follows: it closes the connections still idle and waits for the rest.
@@ -63,6 +69,9 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     },
     drain: () => {
       state.draining = true;
+    },
+    stopAccepting: async () => {
+      await stopAccepting();
     },
     get closing() {
       return state.closing;
