@@ -42,10 +42,11 @@ async function main(): Promise<void> {
     delay = setTimeout(() => stop(signal), config.timeouts.shutdownDelayMs);
   }
 
-  // New connections are refused; requests in flight, and those still arriving on open connections,
-  // are served with Connection: close; idle keep-alive connections close after a short grace
-  // (lifecycle.ts); the webhook dispatcher stops; the store closes last, since closing the app
-  // still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT (counted from here): exit 1.
+  // New connections are refused (the listener closes first); requests in flight, and those still
+  // arriving on open connections, are served with Connection: close; idle keep-alive connections
+  // close after a short grace (lifecycle.ts); the webhook dispatcher stops; the store closes last,
+  // since closing the app still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT
+  // (counted from here): exit 1.
   function stop(signal: NodeJS.Signals): void {
     stopping = true;
     clearTimeout(delay);

@@ -1,10 +1,10 @@
 // How the service behaves while it stops, so that a rolling deploy loses no request and shows no
 // error. First drain() (SIGTERM, for SHUTDOWN_DELAY): readiness fails so that balancers take the
-// instance out, while every request, on old and new connections, is served as usual. Then closing
-// (preClose): the listener closes, so new connections are refused (a balancer retries those
-// elsewhere, even a POST, since nothing was sent); requests in flight, and those that still arrive
-// on open connections, are served with Connection: close, so the balancer drops each connection
-// from its pool rather than reusing a connection the service is about to close.
+// instance out, while every request, on old and new connections, is served as usual. Then
+// stopAccepting(): the listener closes, so new connections are refused (a balancer retries those
+// elsewhere, even a POST, since nothing was sent). Only then app.close() (preClose): requests in
+// flight, and those that still arrive on open connections, are served with Connection: close, so
+// the balancer drops each connection from its pool rather than reusing one about to be closed.
 //
 // Idle keep-alive connections are not closed at once, as Node's http.Server.close() would do: a
 // balancer may have just written its next request on one, and closing then resets that request
