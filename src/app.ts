@@ -81,7 +81,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
       // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
       ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
       ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks }),
-      ...createHealthHandlers({ ping: () => store.ping() }),
+      ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
       ...createDocsHandlers(readSpecificationText),
       getMetrics: createMetricsHandler(app.observability.metrics),
     },
@@ -101,7 +101,7 @@ function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.Wri
     routerOptions: { querystringParser: parseQueryString },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-    // Fastify's built-in 503 while closing does not match the Error schema; transport/lifecycle.ts answers instead.
+    // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout: config.timeouts.requestMs,

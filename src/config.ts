@@ -60,7 +60,9 @@ export interface TimeoutConfig {
   headersMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveMs: number;
-  /** A stop (SIGTERM/SIGINT) that has not finished by then exits 1. */
+  /** On SIGTERM, how long readiness fails while serving goes on, before the stop begins. */
+  shutdownDelayMs: number;
+  /** A stop that has not finished by then (counted after SHUTDOWN_DELAY) exits 1. */
   shutdownMs: number;
   /** The longest a request waits for Redis (the shared rate limit); then it is served unlimited. */
   redisMs: number;
@@ -96,6 +98,7 @@ interface RawEnv {
   REQUEST_TIMEOUT: string;
   HEADERS_TIMEOUT: string;
   KEEP_ALIVE_TIMEOUT: string;
+  SHUTDOWN_DELAY: string;
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
   OTEL_SDK_DISABLED: boolean;
@@ -138,6 +141,7 @@ const schema = {
     REQUEST_TIMEOUT: { type: 'string', default: '30s' },
     HEADERS_TIMEOUT: { type: 'string', default: '10s' },
     KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
+    SHUTDOWN_DELAY: { type: 'string', default: '5s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
@@ -199,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       requestMs: durations('REQUEST_TIMEOUT', [raw.REQUEST_TIMEOUT])[0]!,
       headersMs: durations('HEADERS_TIMEOUT', [raw.HEADERS_TIMEOUT])[0]!,
       keepAliveMs: durations('KEEP_ALIVE_TIMEOUT', [raw.KEEP_ALIVE_TIMEOUT])[0]!,
+      shutdownDelayMs: durations('SHUTDOWN_DELAY', [raw.SHUTDOWN_DELAY])[0]!,
       shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
       redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
     },

@@ -20,26 +20,49 @@ async function main(): Promise<void> {
   // `on`, not `once`: a second signal must not kill the process mid-stop with Node's default action.
   // Ctrl-C on `npm start` delivers SIGINT twice (from the terminal, and forwarded by npm), and so
   // does a supervisor signalling the whole process group; SHUTDOWN_TIMEOUT bounds the stop anyway.
+  // SIGTERM (an orchestrator) first drains for SHUTDOWN_DELAY; SIGINT (Ctrl-C) stops at once, and
+  // also cuts short a delay under way.
+  let delay: NodeJS.Timeout | undefined;
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) return app.log.info({ signal }, 'already shutting down');
-      stopping = true;
-      stop(signal);
+      if (signal === 'SIGINT' || config.timeouts.shutdownDelayMs === 0) return stop(signal);
+      if (delay !== undefined) return app.log.info({ signal }, 'already draining');
+      drain(signal);
     });
   }
 
-  // Readiness fails and new connections are refused at once; requests in flight finish, answered
-  // with Connection: close; idle keep-alive connections close after a short grace (lifecycle.ts);
-  // the webhook dispatcher stops; the store closes last, since closing the app still writes
-  // (last-use times of tokens). Past SHUTDOWN_TIMEOUT: exit 1.
+  // Readiness fails at once, so that balancers and Kubernetes take the instance out, while every
+  // request, new connections included, is served as usual: balancers notice only at their next
+  // health check, and Kubernetes removes the endpoint while it sends SIGTERM, not before.
+  function drain(signal: NodeJS.Signals): void {
+    app.log.info({ signal, delayMs: config.timeouts.shutdownDelayMs }, 'draining: readiness fails, serving goes on until SHUTDOWN_DELAY is over');
+    app.lifecycle.drain();
+    delay = setTimeout(() => stop(signal), config.timeouts.shutdownDelayMs);
+  }
+
+  // New connections are refused (the listener closes first); requests in flight, and those still
+  // arriving on open connections, are served with Connection: close; idle keep-alive connections
+  // close after a short grace (lifecycle.ts); the webhook dispatcher stops; the store closes last,
+  // since closing the app still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT
+  // (counted from here): exit 1.
   function stop(signal: NodeJS.Signals): void {
-    app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
+    stopping = true;
+    clearTimeout(delay);
     setTimeout(() => {
       app.log.error({ timeoutMs: config.timeouts.shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, config.timeouts.shutdownMs).unref();
-    app.close().then(() => store.close()).then(
+    // The listener closes before app.close(), from which on every answer says Connection: close.
+    app.lifecycle
+      .stopAccepting()
+      .then(() => {
+        app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
+        return app.close();
+      })
+      .then(() => store.close())
+      .then(
       () => {
         app.log.info('stopped cleanly');
         process.exit(0);

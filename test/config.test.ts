@@ -30,7 +30,7 @@ t.test('defaults when nothing is set', async (t) => {
       timeoutMs: 10_000,
       retentionMs: 3_600_000,
     },
-    timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownMs: 10_000, redisMs: 100 },
+    timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownDelayMs: 5_000, shutdownMs: 10_000, redisMs: 100 },
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -58,6 +58,7 @@ t.test('each variable is read', async (t) => {
       REQUEST_TIMEOUT: '20s',
       HEADERS_TIMEOUT: '5s',
       KEEP_ALIVE_TIMEOUT: '75s',
+      SHUTDOWN_DELAY: '0s',
       SHUTDOWN_TIMEOUT: '30s',
       REDIS_TIMEOUT: '250ms',
     }),
@@ -76,7 +77,7 @@ t.test('each variable is read', async (t) => {
       trustProxy: ['10.0.0.0/8'],
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
-      timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownMs: 30_000, redisMs: 250 },
+      timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownDelayMs: 0, shutdownMs: 30_000, redisMs: 250 },
     },
   );
   t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');
@@ -92,6 +93,7 @@ t.test('rate-limit variables are validated', async (t) => {
     [{ WEBHOOK_TIMEOUT: '10' }, 'WEBHOOK_TIMEOUT'],
     [{ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' }, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'],
     [{ SHUTDOWN_TIMEOUT: 'later' }, 'SHUTDOWN_TIMEOUT'],
+    [{ SHUTDOWN_DELAY: '5' }, 'SHUTDOWN_DELAY'],
     [{ HEADERS_TIMEOUT: '5' }, 'HEADERS_TIMEOUT'],
     [{ REDIS_TIMEOUT: 'soon' }, 'REDIS_TIMEOUT'],
     [{ DATABASE_STARTUP_TIMEOUT: '20' }, 'DATABASE_STARTUP_TIMEOUT'],

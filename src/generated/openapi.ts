@@ -177,7 +177,8 @@ export interface paths {
         /**
          * Readiness check
          * @description Answers 200 when the store answers, 503 otherwise; after a write failed for lack of disk
-         *     space, 503 until a write succeeds again. Needs no token.
+         *     space, 503 until a write succeeds again; 503 from SIGTERM on, while the instance still
+         *     serves everything else for `SHUTDOWN_DELAY`, so that balancers take it out first. Needs no token.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1254,7 +1255,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
-            /** @description The store does not answer, or cannot write (say, its disk is full) */
+            /** @description The store does not answer, or cannot write (say, its disk is full), or the instance is shutting down */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,8 +1,9 @@
-// Liveness and readiness: /healthz answers while the process runs, /readyz while the store answers.
+// Liveness and readiness: /healthz answers while the process runs, /readyz while the store answers
+// and the instance is not stopping (from SIGTERM on, so that balancers take it out during SHUTDOWN_DELAY).
 import type { OperationHandler } from '../contract/operations.ts';
 import { HttpError } from '../contract/errors.ts';
 
-export function createHealthHandlers(deps: { ping: () => Promise<void> }): {
+export function createHealthHandlers(deps: { ping: () => Promise<void>; stopping: () => boolean }): {
   getHealth: OperationHandler<'getHealth'>;
   getReadiness: OperationHandler<'getReadiness'>;
 } {
@@ -11,6 +12,7 @@ export function createHealthHandlers(deps: { ping: () => Promise<void> }): {
       return { status: 'ok' };
     },
     async getReadiness(request) {
+      if (deps.stopping()) throw new HttpError(503, 'The service is shutting down; the instance is not ready.');
       try {
         await deps.ping();
       } catch (error) {

@@ -123,6 +123,7 @@ export async function runCrashCycles(options: CrashCycleOptions): Promise<CrashR
     RATE_LIMIT_PER_MINUTE: '',
     REDIS_URL: '',
     AUTH_FAILURES_PER_MINUTE: '0',
+    SHUTDOWN_DELAY: '0s', // the final SIGTERM stops at once
   };
 
   const violations: string[] = [];

@@ -55,7 +55,7 @@ export class Cleanup implements Teardown {
   }
 }
 
-/** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`. */
+/** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`; SIGTERM stops at once (no SHUTDOWN_DELAY) unless a test sets one. */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   return {
     HOST: '127.0.0.1',
@@ -63,6 +63,7 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
     DATABASE_URL: `sqlite:${dir}/plants.db`,
     LOG_LEVEL: 'info',
     API_TOKENS: '',
+    SHUTDOWN_DELAY: '0s',
     ...overrides,
   };
 }
