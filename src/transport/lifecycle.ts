@@ -23,9 +23,9 @@ export interface Lifecycle {
   /** Readiness fails from now on; the stop itself begins with app.close(). */
   drain: () => void;
   /**
-   * Closes the listener (right after an accept pass), keeping open connections. Call it before
+   * Closes the listener (at a quiet moment, see quietMoment), keeping open connections. Call it before
    * app.close(), which makes Fastify answer Connection: close at once: each closed connection
-   * brings a new one, and those still queued when the listener closes are reset (see acceptPass).
+   * brings a new one, and those still queued when the listener closes are reset (see quietMoment).
    */
   stopAccepting: () => Promise<void>;
   /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
@@ -82,12 +82,14 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
   };
 }
 
-/** How long closing waits for a connection to arrive, so as to close the listener right after an accept pass (below). */
-const ACCEPT_PASS_WAIT_MS = 100;
+/** A moment with no new connection for this long is a quiet one: a balancer with a warm pool is not opening any. */
+const QUIET_MS = 100;
+/** Past this, the listener closes even though connections keep arriving. */
+const QUIET_WAIT_MAX_MS = 1_000;
 
 /** Refuses new connections, keeping open ones; `drained` settles once none is left. */
 async function stopListening(server: NetServer): Promise<{ drained: Promise<void> }> {
-  await acceptPass(server);
+  await quietMoment(server);
   // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
 }
@@ -104,18 +106,22 @@ async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Prom
 }
 
 // Closing a listening socket makes Linux reset every connection it has queued that Node has not
-// accepted yet, requests already written on them included (nginx retries no such POST). Node
-// accepts until the queue is empty whenever a connection arrives; closing in the check phase right
-// after that pass leaves only the connections that arrive within the same loop turn to be reset.
-function acceptPass(server: NetServer): Promise<void> {
+// accepted yet, requests already written on them included (nginx retries no such POST). A balancer
+// opens connections in bursts (when an instance stalls, its pool runs short), so the listener
+// closes after QUIET_MS without one, and in the check phase: right after the poll phase, in which
+// Node accepted whatever was queued.
+function quietMoment(server: NetServer): Promise<void> {
   return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      server.off('connection', accepted);
+    const started = performance.now();
+    let lastArrival = -Infinity;
+    const arrived = () => (lastArrival = performance.now());
+    server.on('connection', arrived);
+    const check = () => {
+      const now = performance.now();
+      if (now - lastArrival < QUIET_MS && now - started < QUIET_WAIT_MAX_MS) return setTimeout(() => setImmediate(check), QUIET_MS);
+      server.off('connection', arrived);
       resolve();
     };
-    const accepted = () => setImmediate(done);
-    const timer = setTimeout(done, ACCEPT_PASS_WAIT_MS);
-    server.once('connection', accepted);
+    setTimeout(() => setImmediate(check), QUIET_MS);
   });
 }
