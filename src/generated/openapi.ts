@@ -602,7 +602,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The instance is shutting down; retry on another one */
+        /**
+         * @description The instance is shutting down; retry on another one. Earlier releases sent this; this one
+         *     serves every request until it stops (see `SHUTDOWN_DELAY`), and it stays here so that
+         *     clients generated from those releases stay valid
+         */
         ShuttingDown: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
@@ -623,8 +627,7 @@ export interface components {
         /**
          * @description The store cannot be reached right now (say, a lost database connection, or a database that
          *     does not answer within `DATABASE_QUERY_TIMEOUT`; on SQLite, another process holding the
-         *     write lock for more than 5 seconds, or a full disk), or the instance is shutting down;
-         *     retry after `Retry-After` seconds
+         *     write lock for more than 5 seconds, or a full disk); retry after `Retry-After` seconds
          */
         ServiceUnavailable: {
             headers: {
@@ -1255,7 +1258,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
-            /** @description The store does not answer, or cannot write (say, its disk is full), or the instance is shutting down */
+            /** @description The store does not answer, or cannot write (say, its disk is full), or the instance received SIGTERM */
             503: {
                 headers: {
                     [name: string]: unknown;
