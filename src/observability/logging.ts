@@ -1,6 +1,6 @@
 // Logger options: JSON lines at the configured level, with credentials kept out of every line.
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
-import { REDACTED, redactUrl } from './redaction.ts';
+import { REDACTED, redactTokens } from './redaction.ts';
 
 export function loggerOptions(level: string, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
@@ -9,12 +9,12 @@ export function loggerOptions(level: string, stream?: NodeJS.WritableStream): Fa
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,
-        url: redactUrl(request.url),
+        url: redactTokens(request.url),
         host: request.host,
         remoteAddress: request.ip,
       }),
       // A refusal's message may quote the client's input ("the unknown field …").
-      reason: (reason: unknown) => (typeof reason === 'string' ? redactUrl(reason) : reason),
+      reason: (reason: unknown) => (typeof reason === 'string' ? redactTokens(reason) : reason),
     },
     ...(stream && { stream }),
   };

@@ -5,10 +5,7 @@
 import type { Attributes, Link } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
-import { redactQueryString, redactUrl } from './redaction.ts';
-
-// OpenTelemetry's url.query holds the query without its `?`.
-const QUERY_ATTRIBUTES = new Set(['url.query']);
+import { redactTokens } from './redaction.ts';
 
 export class RedactingExporter implements SpanExporter {
   readonly #exporter: SpanExporter;
@@ -34,13 +31,13 @@ export class RedactingExporter implements SpanExporter {
 export function redactSpan(span: ReadableSpan): ReadableSpan {
   const { message } = span.status;
   return {
-    name: redactUrl(span.name),
+    name: redactTokens(span.name),
     kind: span.kind,
     spanContext: () => span.spanContext(),
     ...(span.parentSpanContext && { parentSpanContext: span.parentSpanContext }),
     startTime: span.startTime,
     endTime: span.endTime,
-    status: message === undefined ? span.status : { ...span.status, message: redactUrl(message) },
+    status: message === undefined ? span.status : { ...span.status, message: redactTokens(message) },
     attributes: redactAttributes(span.attributes),
     links: span.links.map(redactLink),
     events: span.events.map(redactEvent),
@@ -55,7 +52,7 @@ export function redactSpan(span: ReadableSpan): ReadableSpan {
 }
 
 function redactEvent(event: TimedEvent): TimedEvent {
-  return { ...event, name: redactUrl(event.name), ...(event.attributes && { attributes: redactAttributes(event.attributes) }) };
+  return { ...event, name: redactTokens(event.name), ...(event.attributes && { attributes: redactAttributes(event.attributes) }) };
 }
 
 function redactLink(link: Link): Link {
@@ -63,13 +60,13 @@ function redactLink(link: Link): Link {
 }
 
 function redactAttributes(attributes: Attributes): Attributes {
-  return Object.fromEntries(Object.entries(attributes).map(([key, value]) => [key, redactValue(value, QUERY_ATTRIBUTES.has(key))]));
+  return Object.fromEntries(Object.entries(attributes).map(([key, value]) => [key, redactValue(value)]));
 }
 
 // Attribute values may be strings, arrays and maps of them (AnyValue); bytes and numbers carry no text.
-function redactValue(value: unknown, isQuery: boolean): unknown {
-  if (typeof value === 'string') return isQuery ? redactQueryString(value) : redactUrl(value);
-  if (Array.isArray(value)) return value.map((item: unknown) => redactValue(item, isQuery));
+function redactValue(value: unknown): unknown {
+  if (typeof value === 'string') return redactTokens(value);
+  if (Array.isArray(value)) return value.map(redactValue);
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     return redactAttributes(value as Attributes);
   }

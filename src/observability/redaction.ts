@@ -1,31 +1,24 @@
-// The one rule for what logs and traces may show of a URL or a message: no token, however it is
-// spelled or percent-encoded. logging.ts applies it to request lines, redacting-exporter.ts to spans.
+// The one rule for what logs and traces may show of a URL, a header or a message: no token, however
+// it is spelled or percent-encoded. logging.ts applies it to log lines, redacting-exporter.ts to spans.
 
 const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/;
 // A run of URL characters between delimiters (/ ? & ; = + and the like): a path segment, a name, a value.
 const PIECE = /[\w%.~-]+/g;
-// `?` too, so that in free text ("… /plants?access_token=…") and odd URLs no parameter hides behind one.
+// `?` too, so that neither the path nor free text before a query ("Route GET:/x?…") hides a parameter.
 const SEPARATOR = /([&;?])/;
+// The name may end a longer text ("… access_token=…"); `+` is a space to the query parser.
+const ACCESS_TOKEN_NAME = /(?:^|[^0-9a-z_])access_token$/;
 export const REDACTED = '[redacted]';
 
 /**
- * The URL (or any text quoting one) as logs and traces may show it: the value of every query
- * parameter whose name spells access_token (in any case, percent-encoded any number of times, `+`
- * for a space) is replaced, and so is every piece, in the path or the query, that decodes to
- * something shaped like an issued token.
+ * The text as logs and traces may show it: the value of every parameter whose name spells
+ * access_token (in any case, percent-encoded any number of times) is replaced, in a URL's query,
+ * a path (`;access_token=`), a cookie or a message; and so is every piece, anywhere, that decodes
+ * to something shaped like an issued token.
  */
-export function redactUrl(url: string): string {
-  const start = url.indexOf('?');
-  return withoutIssuedTokens(start === -1 ? url : `${url.slice(0, start + 1)}${redactQuery(url.slice(start + 1))}`);
-}
-
-/** A query string without its leading `?` (OpenTelemetry's url.query), by the same rule. */
-export function redactQueryString(query: string): string {
-  return withoutIssuedTokens(redactQuery(query));
-}
-
-function redactQuery(query: string): string {
-  return query.split(SEPARATOR).map(redactParameter).join('');
+export function redactTokens(text: string): string {
+  // Most request URLs have no parameter, and logging runs this on every request.
+  return withoutIssuedTokens(text.includes('=') ? text.split(SEPARATOR).map(redactParameter).join('') : text);
 }
 
 function redactParameter(parameter: string): string {
@@ -34,11 +27,11 @@ function redactParameter(parameter: string): string {
 }
 
 function isAccessTokenName(name: string): boolean {
-  return fullyDecoded(name.replaceAll('+', ' ')).trim().toLowerCase() === 'access_token';
+  return ACCESS_TOKEN_NAME.test(fullyDecoded(name.replaceAll('+', ' ')).trim().toLowerCase());
 }
 
 function withoutIssuedTokens(text: string): string {
-  // Most URLs have neither, and logging runs this on every request.
+  // Most URLs have neither.
   if (!text.includes('pst_') && !text.includes('%')) return text;
   return text.replace(PIECE, (piece) => (ISSUED_TOKEN.test(fullyDecoded(piece)) ? REDACTED : piece));
 }
