@@ -4,8 +4,8 @@
 const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/;
 // A run of URL characters between delimiters (/ ? & ; = + and the like): a path segment, a name, a value.
 const PIECE = /[\w%.~-]+/g;
-// `?` too, so that neither the path nor free text before a query ("Route GET:/x?…") hides a parameter.
-const SEPARATOR = /([&;?])/;
+// Not `?`: within a query it is data, and a token may hold one.
+const SEPARATOR = /([&;])/;
 // The name may end a longer text ("… access_token=…"); `+` is a space to the query parser.
 const ACCESS_TOKEN_NAME = /(?:^|[^0-9a-z_])access_token$/;
 export const REDACTED = '[redacted]';
@@ -18,7 +18,14 @@ export const REDACTED = '[redacted]';
  */
 export function redactTokens(text: string): string {
   // Most request URLs have no parameter, and logging runs this on every request.
-  return withoutIssuedTokens(text.includes('=') ? text.split(SEPARATOR).map(redactParameter).join('') : text);
+  if (!text.includes('=')) return withoutIssuedTokens(text);
+  const start = text.indexOf('?');
+  const parameters = start === -1 ? redactParameters(text) : `${redactParameters(text.slice(0, start))}?${redactParameters(text.slice(start + 1))}`;
+  return withoutIssuedTokens(parameters);
+}
+
+function redactParameters(text: string): string {
+  return text.split(SEPARATOR).map(redactParameter).join('');
 }
 
 function redactParameter(parameter: string): string {
