@@ -1,0 +1,72 @@
+// HTTP edges answered inside the contract, over real sockets: several Host headers, an Expect
+// other than 100-continue, a JSON body giving a key twice. Each is a documented Error body.
+import type { AddressInfo } from 'node:net';
+import t, { type Test } from 'tap';
+import { contractProblems } from './contract.ts';
+import { AUTH, build } from './helper.ts';
+import { rawExchange, rawResponses, type RawResponse } from './harness/raw-http.ts';
+
+async function listening(t: Test) {
+  const built = await build(t);
+  await built.app.listen({ host: '127.0.0.1', port: 0 });
+  return { ...built, port: (built.app.server.address() as AddressInfo).port };
+}
+
+function isErrorBody(t: Test, response: RawResponse | undefined, status: number, label: string): void {
+  t.equal(response?.statusCode, status, `${label}: ${status}`);
+  t.match(response?.headers['content-type'], /^application\/json/, `${label}: JSON`);
+  const body = JSON.parse(response?.body || 'null') as Record<string, unknown> | null;
+  t.same(Object.keys(body ?? {}).sort(), ['error', 'message'], `${label}: exactly error and message`);
+  t.equal(body?.error, status, `${label}: error is the status`);
+}
+
+const post = (body: string, extra = ''): string =>
+  `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+
+t.test('two Host headers: a documented 400 Error naming Host, then the connection closes', async (t) => {
+  const { port } = await listening(t);
+  const [answer, ...more] = rawResponses(await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n'));
+  isErrorBody(t, answer, 400, 'two Hosts');
+  t.match(JSON.parse(answer!.body).message, /Host/, 'the message names Host');
+  t.equal(answer!.headers.connection, 'close', 'Connection: close');
+  t.ok(answer!.headers['x-request-id'], 'with X-Request-Id');
+  t.same(more, [], 'nothing after it');
+  t.same(contractProblems('GET', '/healthz', answer!), [], 'documented on GET /healthz');
+  const [one] = rawResponses(await rawExchange(port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'));
+  t.equal(one?.statusCode, 200, 'one Host is fine');
+});
+
+t.test('an Expect other than 100-continue: a documented 417 Error with X-Request-Id', async (t) => {
+  const { port } = await listening(t);
+  const [answer] = rawResponses(await rawExchange(port, 'GET /plants HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nX-Request-Id: edge-417\r\nConnection: close\r\n\r\n'));
+  isErrorBody(t, answer, 417, 'Expect: 200-ok');
+  t.equal(answer!.headers['x-request-id'], 'edge-417', 'the request id comes back');
+  t.match(JSON.parse(answer!.body).message, /Expect/, 'the message names Expect');
+  t.same(contractProblems('GET', '/plants', answer!), [], 'documented on GET /plants');
+  // 100-continue still works: Node answers 100 Continue, then the request is served.
+  const received = await rawExchange(port, post('{"id":7,"name":"seven"}', 'Expect: 100-continue\r\nConnection: close\r\n'));
+  t.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\n/, '100-continue gets 100 Continue');
+  const [created] = rawResponses(received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''));
+  t.equal(created?.statusCode, 200, 'and then the plant is created');
+});
+
+t.test('a JSON body giving a key twice: a documented 400 naming the key, nothing stored', async (t) => {
+  const { app, port } = await listening(t);
+  const bodies = {
+    '{"id":1,"id":2,"name":"twice"}': '"id"',
+    '{"id":3,"name":"a","name":"b"}': '"name"',
+    '{"id":4.0,"name":"a","id":5}': '"id"',
+    '{"id":6,"name":"x:y","tag":"a","tag":"b"}': '"tag"',
+  };
+  for (const [body, key] of Object.entries(bodies)) {
+    const [answer] = rawResponses(await rawExchange(port, post(body, 'Connection: close\r\n')));
+    isErrorBody(t, answer, 400, body);
+    t.ok(JSON.parse(answer!.body).message.includes(`key ${key}`), `${body}: the message names ${key}`);
+    t.same(contractProblems('POST', '/plants', answer!), [], `${body}: documented`);
+  }
+  const list = await app.inject({ method: 'GET', url: '/plants', headers: AUTH });
+  t.same(JSON.parse(list.body), [], 'no plant was stored');
+  // Colons inside strings and the same key in sibling objects are no duplicates.
+  const [fine] = rawResponses(await rawExchange(port, post('{"id":8,"name":"a:b","tag":"c\\":"}', 'Connection: close\r\n')));
+  t.equal(fine?.statusCode, 200, 'a colon inside a string is no duplicate');
+});
