@@ -1,6 +1,9 @@
 // HTTP edges answered inside the contract, over real sockets: several Host headers, an Expect
-// other than 100-continue, a JSON body giving a key twice. Each is a documented Error body.
+// other than 100-continue, a JSON body giving a key twice (each a documented Error body); HEAD
+// answering the GET's headers, compressed ones included; what is compressed, and with what.
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { contractProblems } from './contract.ts';
 import { AUTH, build } from './helper.ts';
@@ -69,4 +72,86 @@ t.test('a JSON body giving a key twice: a documented 400 naming the key, nothing
   // Colons inside strings and the same key in sibling objects are no duplicates.
   const [fine] = rawResponses(await rawExchange(port, post('{"id":8,"name":"a:b","tag":"c\\":"}', 'Connection: close\r\n')));
   t.equal(fine?.statusCode, 200, 'a colon inside a string is no duplicate');
+});
+
+interface Answer {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One request over a real socket through node:http, which knows that a HEAD answer has no body. */
+function send(port: number, method: string, path: string, headers: Record<string, string>): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ port, host: '127.0.0.1', method, path, headers: { ...AUTH, ...headers }, agent: false }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('end', () => resolve({ statusCode: incoming.statusCode!, headers: incoming.headers, body: Buffer.concat(chunks) }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
+
+/** The headers that may differ between two answers to the same request. */
+function comparable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const { date: _date, 'x-request-id': _id, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  return rest;
+}
+
+function decoded(answer: Answer): string {
+  const encoding = answer.headers['content-encoding'];
+  if (encoding === 'br') return brotliDecompressSync(answer.body).toString();
+  if (encoding === 'gzip') return gunzipSync(answer.body).toString();
+  return answer.body.toString();
+}
+
+async function withPlants(t: Test, count: number, nameLength: number) {
+  const listened = await listening(t);
+  for (let id = 1; id <= count; id++) {
+    await listened.store.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(nameLength, 'x'), tag: 'edge' });
+  }
+  return listened;
+}
+
+t.test('HEAD answers exactly the headers of the GET, compressed or not', async (t) => {
+  // Pages of 100 (about 12 KB, compressed in one call) and of 1,000 (about 120 KB, compressed as a stream).
+  const { port } = await withPlants(t, 1000, 100);
+  const paths = ['/plants?limit=100', '/plants?limit=1000', '/openapi.json', '/openapi.yaml', '/plants/1', '/healthz', '/plants/0'];
+  for (const path of paths) {
+    for (const encoding of ['br', 'gzip', '*', 'identity']) {
+      const get = await send(port, 'GET', path, { 'accept-encoding': encoding });
+      const head = await send(port, 'HEAD', path, { 'accept-encoding': encoding });
+      const label = `${path}, Accept-Encoding: ${encoding}`;
+      t.equal(head.statusCode, get.statusCode, `${label}: the same status`);
+      t.same(comparable(head.headers), comparable(get.headers), `${label}: the same headers`);
+      t.equal(head.body.length, 0, `${label}: HEAD has no body`);
+      t.same(contractProblems('GET', path, { ...get, body: decoded(get) }), [], `${label}: the GET, so the HEAD, documented`);
+    }
+  }
+});
+
+t.test('what is compressed, and with what: as docs/api.md says', async (t) => {
+  const { port } = await withPlants(t, 100, 100);
+  const cases: [string, string, string | undefined][] = [
+    ['/plants?limit=100', 'br', 'br'],
+    ['/plants?limit=100', 'gzip', 'gzip'],
+    ['/plants?limit=100', 'gzip, br', 'br'], // a tie: brotli
+    ['/plants?limit=100', 'gzip;q=1, br;q=0.5', 'gzip'], // q-values honoured
+    ['/plants?limit=100', '*', 'gzip'], // `*` alone counts as gzip
+    ['/plants?limit=100', 'identity', undefined],
+    ['/openapi.yaml', 'br', 'br'], // the contract, YAML too
+    ['/openapi.json', 'gzip', 'gzip'],
+    ['/plants?limit=1', 'br', undefined], // under 1 KiB: plain
+    ['/plants/1', 'br', undefined], // a single plant: never
+  ];
+  for (const [path, acceptEncoding, expected] of cases) {
+    const answer = await send(port, 'GET', path, { 'accept-encoding': acceptEncoding });
+    const plain = await send(port, 'GET', path, {});
+    const label = `${path}, Accept-Encoding: ${acceptEncoding}`;
+    t.equal(answer.headers['content-encoding'], expected, `${label}: ${expected ?? 'plain'}`);
+    if (expected !== undefined) t.match(answer.headers.vary, /accept-encoding/i, `${label}: Vary: Accept-Encoding`);
+    t.equal(decoded(answer), plain.body.toString(), `${label}: decodes to the plain answer`);
+    t.same(contractProblems('GET', path, { ...answer, body: decoded(answer) }), [], `${label}: documented`);
+  }
 });
