@@ -155,3 +155,15 @@ t.test('what is compressed, and with what: as docs/api.md says', async (t) => {
     t.same(contractProblems('GET', path, { ...answer, body: decoded(answer) }), [], `${label}: documented`);
   }
 });
+
+t.test('/docs may not be framed: CSP frame-ancestors none, and X-Frame-Options for older browsers', async (t) => {
+  const { port } = await listening(t);
+  for (const path of ['/docs', '/docs/']) {
+    const [answer] = rawResponses(await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+    t.equal(answer?.statusCode, 200, `${path}: 200`);
+    const policy = answer?.headers['content-security-policy'] ?? '';
+    t.match(policy, /(?:^|;\s*)frame-ancestors 'none'(?:;|$)/, `${path}: frame-ancestors 'none'`);
+    t.match(policy, /(?:^|;\s*)script-src 'self'(?:;|$)/, `${path}: scripts from this origin only`);
+    t.equal(answer?.headers['x-frame-options'], 'DENY', `${path}: X-Frame-Options: DENY`);
+  }
+});
