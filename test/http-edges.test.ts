@@ -46,6 +46,9 @@ t.test('an Expect other than 100-continue: a documented 417 Error with X-Request
   t.equal(answer!.headers['x-request-id'], 'edge-417', 'the request id comes back');
   t.match(JSON.parse(answer!.body).message, /Expect/, 'the message names Expect');
   t.same(contractProblems('GET', '/plants', answer!), [], 'documented on GET /plants');
+  // With a body sent at once: refused without storing it, and the next request on the connection is answered.
+  const both = rawResponses(await rawExchange(port, post('{"id":6,"name":"six"}', 'Expect: 200-ok\r\n') + 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+  t.same(both.map((answer) => answer.statusCode), [417, 200], 'a POST with Expect: 200-ok is refused, then the next request served');
   // 100-continue still works: Node answers 100 Continue, then the request is served.
   const received = await rawExchange(port, post('{"id":7,"name":"seven"}', 'Expect: 100-continue\r\nConnection: close\r\n'));
   t.match(received, /^HTTP\/1\.1 100 Continue\r\n\r\n/, '100-continue gets 100 Continue');
