@@ -33,7 +33,7 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing'
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing' | 'docsPersistAuthorization'
   >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
@@ -74,7 +74,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  await app.register(docs, { specification });
+  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
   await app.register(routes, {
     specification,
     handlers: {

@@ -25,6 +25,8 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** Origins (scheme://host[:port]) whose pages may call the API from a browser; empty: none. */
   corsOrigins: string[];
+  /** Swagger UI at /docs keeps the token given to "Authorize" in the browser's localStorage; off when absent. */
+  docsPersistAuthorization?: boolean;
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
   /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
@@ -91,6 +93,7 @@ interface RawEnv {
   AUTH_FAILURES_PER_MINUTE: number;
   TRUST_PROXY: string;
   CORS_ORIGINS: string;
+  DOCS_PERSIST_AUTHORIZATION: boolean;
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
@@ -134,6 +137,7 @@ const schema = {
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
     TRUST_PROXY: { type: 'string', default: 'false' },
     CORS_ORIGINS: { type: 'string', default: '' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'boolean', default: false },
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
@@ -193,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     corsOrigins: parseOrigins(raw.CORS_ORIGINS),
+    docsPersistAuthorization: raw.DOCS_PERSIST_AUTHORIZATION,
     webhooks: {
       allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
