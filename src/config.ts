@@ -27,6 +27,7 @@ export interface Config {
   corsOrigins: string[];
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
+  limits: LimitsConfig;
   /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
   tracing?: TracingConfig;
 }
@@ -68,6 +69,12 @@ export interface TimeoutConfig {
   redisMs: number;
 }
 
+/** What one instance takes on at once, whatever clients do (docs/operations.md, "Limits under load"). */
+export interface LimitsConfig {
+  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
+  compressions: number;
+}
+
 export interface WebhookConfig {
   allowPrivateNetworks: boolean;
   /** Delays between delivery attempts, in milliseconds. */
@@ -101,6 +108,7 @@ interface RawEnv {
   SHUTDOWN_DELAY: string;
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
+  COMPRESSION_CONCURRENCY: number;
   OTEL_SDK_DISABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
@@ -144,6 +152,7 @@ const schema = {
     SHUTDOWN_DELAY: { type: 'string', default: '5s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
+    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
@@ -206,6 +215,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       shutdownDelayMs: durations('SHUTDOWN_DELAY', [raw.SHUTDOWN_DELAY])[0]!,
       shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
       redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
+    },
+    limits: {
+      compressions: raw.COMPRESSION_CONCURRENCY,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
