@@ -73,6 +73,8 @@ export interface TimeoutConfig {
 export interface LimitsConfig {
   /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
   compressions: number;
+  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
+  connections: number;
 }
 
 export interface WebhookConfig {
@@ -109,6 +111,7 @@ interface RawEnv {
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
   COMPRESSION_CONCURRENCY: number;
+  MAX_CONNECTIONS: number;
   OTEL_SDK_DISABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
@@ -153,6 +156,7 @@ const schema = {
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
     COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
+    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000 },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
@@ -218,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     limits: {
       compressions: raw.COMPRESSION_CONCURRENCY,
+      connections: raw.MAX_CONNECTIONS,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),

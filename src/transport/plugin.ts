@@ -6,6 +6,7 @@ import type { LimitsConfig } from '../config.ts';
 import { registerCompression } from './compression.ts';
 import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
+import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
 import { closeOnUnreadBodies } from './unread-body.ts';
 
@@ -20,7 +21,7 @@ export interface TransportOptions {
 }
 
 /** The limits when none are configured: those of src/config.ts's defaults. */
-export const DEFAULT_LIMITS: LimitsConfig = { compressions: 4 };
+export const DEFAULT_LIMITS: LimitsConfig = { compressions: 4, connections: 1000 };
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
@@ -28,6 +29,7 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   answerTransportEdges(app);
   await registerCompression(app);
   gateCompressedRoutes(app, createCompressionGate(limits.compressions));
+  limitConnections(app.server, limits.connections);
 }
 
 // After observability and security, whose request hooks run first: the 503 while stopping carries
