@@ -21,7 +21,7 @@ import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
-import transport from './transport/plugin.ts';
+import transport, { DEFAULT_LIMITS } from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
@@ -34,7 +34,7 @@ export interface AppDependencies {
   config: Pick<
     Config,
     'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing' | 'docsPersistAuthorization'
-  >;
+  > & { limits?: Config['limits'] };
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -57,7 +57,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     authFailuresPerMinute: config.authFailuresPerMinute,
     rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
   });
-  await app.register(transport);
+  await app.register(transport, { limits: config.limits ?? DEFAULT_LIMITS });
 
   const dispatcher = new WebhookDispatcher({
     store,

@@ -29,6 +29,7 @@ export interface Config {
   docsPersistAuthorization?: boolean;
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
+  limits: LimitsConfig;
   /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
   tracing?: TracingConfig;
 }
@@ -70,6 +71,14 @@ export interface TimeoutConfig {
   redisMs: number;
 }
 
+/** What one instance takes on at once, whatever clients do (docs/operations.md, "Limits under load"). */
+export interface LimitsConfig {
+  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
+  compressions: number;
+  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
+  connections: number;
+}
+
 export interface WebhookConfig {
   allowPrivateNetworks: boolean;
   /** Delays between delivery attempts, in milliseconds. */
@@ -104,6 +113,8 @@ interface RawEnv {
   SHUTDOWN_DELAY: string;
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
+  COMPRESSION_CONCURRENCY: number;
+  MAX_CONNECTIONS: number;
   OTEL_SDK_DISABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
@@ -148,6 +159,8 @@ const schema = {
     SHUTDOWN_DELAY: { type: 'string', default: '5s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
+    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
+    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000 },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
@@ -211,6 +224,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       shutdownDelayMs: durations('SHUTDOWN_DELAY', [raw.SHUTDOWN_DELAY])[0]!,
       shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
       redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
+    },
+    limits: {
+      compressions: raw.COMPRESSION_CONCURRENCY,
+      connections: raw.MAX_CONNECTIONS,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
