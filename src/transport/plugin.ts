@@ -2,7 +2,6 @@
 // read, the answers decided below routing (edges.ts), and compression for the routes built with it.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { LimitsConfig } from '../config.ts';
 import { registerCompression } from './compression.ts';
 import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
@@ -16,12 +15,20 @@ declare module 'fastify' {
   }
 }
 
+/** How much the transport admits at once (config.ts's LimitsConfig has this shape). */
+export interface TransportLimits {
+  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
+  compressions: number;
+  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
+  connections: number;
+}
+
 export interface TransportOptions {
-  limits: LimitsConfig;
+  limits: TransportLimits;
 }
 
 /** The limits when none are configured: those of src/config.ts's defaults. */
-export const DEFAULT_LIMITS: LimitsConfig = { compressions: 4, connections: 1000 };
+export const DEFAULT_LIMITS: TransportLimits = { compressions: 4, connections: 1000 };
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
