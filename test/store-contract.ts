@@ -994,6 +994,29 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(ids.length + rest.length, 40, 'every delivery leased exactly once');
     });
 
+    t.test('a claim takes every subscription in turn, each up to its share of leases, counting those it holds', async (t) => {
+      const store = await open(t);
+      // The busy subscription's deliveries are all older than the quiet one's: a claim by age alone would take only them.
+      const busy = await store.createSubscription(newSubscription('busy', ['plant.created']));
+      await seed(t, store, Array.from({ length: 10 }, (_, i) => ({ id: BigInt(i + 1), name: `busy ${i}` })));
+      const quiet = await store.createSubscription(newSubscription('quiet', ['plant.created']));
+      await seed(t, store, [
+        { id: 100n, name: 'both' },
+        { id: 101n, name: 'both again' },
+      ]);
+      const first = await store.claimDueDeliveries(NOW, LEASE_MS, 3, 2);
+      t.strictSame(first.map((delivery) => delivery.subscriptionId).sort(compareBigints), [busy.id, busy.id, quiet.id], 'the quiet one is in the first claim of 3');
+      const second = await store.claimDueDeliveries(NOW, LEASE_MS, 10, 2);
+      t.strictSame(second.map((delivery) => delivery.subscriptionId), [quiet.id], 'the busy one holds its 2 leases: only the quiet one gets more');
+      t.strictSame(await store.claimDueDeliveries(NOW, LEASE_MS, 10, 2), [], 'then both hold their share');
+      await store.recordAttempt({ id: first.find((delivery) => delivery.subscriptionId === busy.id)!.id, at: iso(1), result: 'delivered', responseStatus: 204 });
+      const freed = await store.claimDueDeliveries(later(1), LEASE_MS, 10, 2);
+      t.strictSame(freed.map((delivery) => [delivery.subscriptionId, delivery.payload]), [[busy.id, eventPayload({ id: 3n, name: 'busy 2' })]], 'an attempt recorded frees one lease: the next in due order');
+      const afterLeases = await store.claimDueDeliveries(later(LEASE_MS + 2), LEASE_MS, 10, 2);
+      const busyAgain = afterLeases.filter((delivery) => delivery.subscriptionId === busy.id);
+      t.equal(busyAgain.length, 2, 'leases that ran out (a crashed sender) no longer count: 2 again');
+    });
+
     t.test('recordAttempt delivered: delivered, never leased again', async (t) => {
       const store = await open(t);
       const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));

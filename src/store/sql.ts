@@ -86,6 +86,17 @@ const DELIVERY = `message_id AS "messageId", event, status, attempts, created_at
   last_response_status AS "lastResponseStatus", last_error AS "lastError", CASE WHEN status = 'pending' THEN next_attempt_at END AS "nextAttemptAt"`;
 const CLAIMED = 'id, message_id AS "messageId", event, payload, attempts, subscription_id AS "subscriptionId", traceparent, next_attempt_at AS due';
 const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
+/**
+ * The due deliveries a claim may take: each subscription's in its due order, up to `perSubscription` less those it already
+ * has leased (in flight here or on another instance), taken round-robin (every subscription's first, then every second…)
+ * so that one subscription's backlog never fills a claim. Parameters: now, now, now, perSubscription, limit.
+ */
+const CANDIDATES = `SELECT d.id FROM (
+    SELECT id, subscription_id, next_attempt_at, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at, id) AS place
+    FROM webhook_deliveries WHERE ${DUE}) d
+  LEFT JOIN (SELECT subscription_id, count(*) AS leased FROM webhook_deliveries WHERE status = 'pending' AND claimed_until > ?
+    GROUP BY subscription_id) l ON l.subscription_id = d.subscription_id
+  WHERE d.place + coalesce(l.leased, 0) <= CAST(? AS INTEGER) ORDER BY d.place, d.next_attempt_at, d.id LIMIT CAST(? AS INTEGER)`;
 const PLANTS = 'SELECT id, name, tag FROM plants WHERE ';
 const PLANT_BY_ID = `${PLANTS}id = ?`;
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
@@ -345,16 +356,18 @@ export class SqlStore implements PlantStore {
     return rows?.map((row) => record<Delivery>(row));
   }
 
-  async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
-    // A plain read first: an idle dispatcher's polls must not cost a write transaction each.
-    if ((await this.#driver.read(() => only<Row[]>(all(`SELECT 1 AS due FROM webhook_deliveries WHERE ${DUE} LIMIT 1`, at, at)))).length === 0) return [];
+    const candidates = [at, at, at, perSubscription, limit];
+    // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
+    if ((await this.#driver.read(() => only<Row[]>(all(CANDIDATES, ...candidates)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
     const { skipLocked } = this.#driver.spelling;
     return this.#driver.write(function* () {
+      // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and DUE are taken again on each.
       const claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
-        SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked}) RETURNING ${CLAIMED}`;
-      const rows = ((yield all(claim, until, at, at, limit)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
+        SELECT id FROM webhook_deliveries WHERE id IN (${CANDIDATES}) AND ${DUE}${skipLocked}) RETURNING ${CLAIMED}`;
+      const rows = ((yield all(claim, until, ...candidates, at, at)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
       const targets = new Map<bigint, { url: string; secret: string } | undefined>();
       for (const { subscriptionId: id } of rows) {
         if (!targets.has(id)) targets.set(id, ((yield all('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id)) as { url: string; secret: string }[])[0]);

@@ -185,9 +185,10 @@ export interface PlantStore {
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
   /**
    * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`.
-   * Instances sharing a database never lease the same delivery at once.
+   * Instances sharing a database never lease the same delivery at once. A subscription gets at most `perSubscription`
+   * leased at once (counting those it holds already), and a claim takes every subscription's first due delivery before any second.
    */
-  claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
+  claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number): Promise<ClaimedDelivery[]>;
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
   /** Deliveries waiting to be sent or retried. */
   countPendingDeliveries(): Promise<number>;
