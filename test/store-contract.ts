@@ -1017,6 +1017,26 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(busyAgain.length, 2, 'leases that ran out (a crashed sender) no longer count: 2 again');
     });
 
+    t.test('a rotated secret signs with the previous one until the overlap ends', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']));
+      const old = newSubscription('rotating', []).secret;
+      const rotated = await store.rotateSubscriptionSecret(subscription.id, 'whsec_bmV3', later(1_000));
+      t.strictSame(rotated, { ...subscription, previousSecretExpiresAt: iso(1_000) }, 'the subscription, with the end of the overlap');
+      t.strictSame(await store.listSubscriptions(), [rotated], 'listed so');
+      await seed(t, store, [{ id: 1n, name: 'one' }]);
+      const [during] = await claimAll(store);
+      t.match(during, { secret: 'whsec_bmV3', previousSecret: old }, 'during the overlap: both secrets');
+      const [after] = await claimAll(store, later(LEASE_MS + 1_000));
+      t.equal(after!.secret, 'whsec_bmV3', 'after it: the new secret');
+      t.notOk('previousSecret' in after!, 'alone');
+      await store.rotateSubscriptionSecret(subscription.id, 'whsec_bmV3lcg==', later(LEASE_MS * 10));
+      const [again] = await claimAll(store, later(2 * LEASE_MS + 2_000));
+      t.match(again, { secret: 'whsec_bmV3lcg==', previousSecret: 'whsec_bmV3' }, 'rotating again: the one it replaced signs alongside, the oldest no more');
+      t.equal(await store.rotateSubscriptionSecret(987654321n, 'whsec_AAAA', NOW), undefined, 'an unknown subscription: undefined');
+
+    });
+
     t.test('recordAttempt delivered: delivered, never leased again', async (t) => {
       const store = await open(t);
       const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));

@@ -81,7 +81,7 @@ t.test('a receiver that never answers, and one that is down, delay only their ow
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms',
       // Long enough that only a sender waiting on the hanging receiver could end its requests first.
-      WEBHOOK_TIMEOUT: '30s',
+      WEBHOOK_TIMEOUT: '10s',
     }),
   );
   // Subscribed first: their deliveries are the oldest of every event, the first any claim would take.

@@ -148,7 +148,7 @@ export class WebhookDispatcher {
           'user-agent': 'plant-store-webhooks/1.0',
           'webhook-id': delivery.messageId,
           'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
-          'webhook-signature': new Webhook(delivery.secret).sign(delivery.messageId, signedAt, delivery.payload),
+          'webhook-signature': signatures(delivery, signedAt),
           'webhook-event': delivery.event,
           ...traceHeaders,
         },
@@ -229,6 +229,12 @@ export class WebhookDispatcher {
       };
     });
   }
+}
+
+/** Standard Webhooks signatures, space-separated: the current secret's, then the previous one's during a rotation's overlap. */
+function signatures(delivery: ClaimedDelivery, signedAt: Date): string {
+  const secrets = delivery.previousSecret === undefined ? [delivery.secret] : [delivery.secret, delivery.previousSecret];
+  return secrets.map((secret) => new Webhook(secret).sign(delivery.messageId, signedAt, delivery.payload)).join(' ');
 }
 
 // Tracing off: the trace of the change, if one was recorded, still reaches the receiver.
