@@ -1017,7 +1017,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(busyAgain.length, 2, 'leases that ran out (a crashed sender) no longer count: 2 again');
     });
 
-    t.test('a rotated secret signs with the previous one until the overlap ends', async (t) => {
+    t.test('a rotated secret signs with the previous one until the overlap ends; a disabled subscription is enabled again', async (t) => {
       const store = await open(t);
       const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']));
       const old = newSubscription('rotating', []).secret;
@@ -1035,6 +1035,15 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.match(again, { secret: 'whsec_bmV3lcg==', previousSecret: 'whsec_bmV3' }, 'rotating again: the one it replaced signs alongside, the oldest no more');
       t.equal(await store.rotateSubscriptionSecret(987654321n, 'whsec_AAAA', NOW), undefined, 'an unknown subscription: undefined');
 
+      await store.recordAttempt({ id: again!.id, at: iso(1), result: 'failed', responseStatus: 410, error: '410', disableSubscription: 'the receiver answered 410 Gone' });
+      t.match((await store.listSubscriptions())[0], { disabledReason: 'the receiver answered 410 Gone' }, 'disabled');
+      const enabled = await store.enableSubscription(subscription.id);
+      t.notOk(enabled?.disabledAt ?? enabled?.disabledReason, 'enabled: no disabledAt nor disabledReason');
+      t.strictSame(await store.listSubscriptions(), [enabled], 'listed enabled');
+      t.strictSame(await claimAll(store, later(100 * LEASE_MS)), [], 'the failed delivery stays failed');
+      await seed(t, store, [{ id: 2n, name: 'two' }]);
+      t.equal((await claimAll(store, later(100 * LEASE_MS))).length, 1, 'a later event is delivered');
+      t.equal(await store.enableSubscription(987654321n), undefined, 'an unknown subscription: undefined');
     });
 
     t.test('recordAttempt delivered: delivered, never leased again', async (t) => {

@@ -283,6 +283,7 @@ t.test('every /webhooks operation needs the webhooks:manage scope', async (t) =>
     { method: 'GET', url: '/webhooks' },
     { method: 'GET', url: `/webhooks/${existing.id}/deliveries` },
     { method: 'POST', url: `/webhooks/${existing.id}/rotate-secret` },
+    { method: 'POST', url: `/webhooks/${existing.id}/enable` },
     { method: 'DELETE', url: `/webhooks/${existing.id}` },
   ] as const;
   for (const operation of operations) {
@@ -294,7 +295,7 @@ t.test('every /webhooks operation needs the webhooks:manage scope', async (t) =>
   }
   t.same((await listWebhooks(t, app)).map((webhook) => webhook.url), ['https://example.com/existing'], 'nothing was created or deleted');
 
-  const expected = [201, 200, 200, 200, 204];
+  const expected = [201, 200, 200, 200, 200, 204];
   for (const [index, operation] of operations.entries()) {
     const headers = { authorization: `Bearer ${manager}`, ...('payload' in operation && JSON_TYPE) };
     t.equal((await api(t, app, { ...operation, headers })).statusCode, expected[index], `${operation.method} ${operation.url} with webhooks:manage`);
@@ -443,6 +444,37 @@ t.test('410 Gone fails the delivery at once and disables the subscription', asyn
   await deliveriesUntil(t, app, other.id, (list) => list.length === 2 && list.every((d) => d.status === 'delivered'), 'the control got both');
   t.equal((await deliveries(t, app, id)).length, 1, 'nothing more was queued for the disabled subscription');
   t.equal(gone.requests.length, 1, 'nor sent to it');
+});
+
+t.test('a disabled subscription is enabled again: later events are delivered, with its id and secret', async (t) => {
+  const once = await receiver(t, [410], 204);
+  const { app } = await build(t, PRIVATE_OK);
+  await app.ready();
+  const { id, secret } = await subscribe(t, app, once.url);
+  await createPlant(t, app, '{"id":1,"name":"Fern"}');
+  await once.nth(1);
+  await onlyDelivery(t, app, id, 'failed');
+  t.match((await listWebhooks(t, app))[0], { id, enabled: false }, 'disabled by the 410');
+
+  const enabled = await api(t, app, { method: 'POST', url: `/webhooks/${id}/enable`, headers: AUTH });
+  t.equal(enabled.statusCode, 200, 'POST /webhooks/{id}/enable: 200');
+  const body = enabled.json() as WebhookBody;
+  t.same(Object.keys(body).sort(), ['createdAt', 'enabled', 'events', 'id', 'url'], 'the subscription, no secret and no disabledReason');
+  t.match(body, { id, url: once.url, enabled: true });
+  t.same(await listWebhooks(t, app), [body], 'listed enabled');
+  t.equal((await api(t, app, { method: 'POST', url: `/webhooks/${id}/enable`, headers: AUTH })).statusCode, 200, 'enabling again changes nothing');
+
+  await createPlant(t, app, '{"id":2,"name":"Ivy"}');
+  const second = await once.nth(2);
+  t.match(second.body, /"name":"Ivy"/, 'the next event is delivered');
+  t.ok(verifies(secret, second.body, second.headers), 'signed with the same secret');
+  const list = await deliveriesUntil(t, app, id, (all) => all.length === 2 && all[0]!.status === 'delivered', 'the new delivery is delivered');
+  t.equal(list[1]!.status, 'failed', 'the delivery that failed stays failed');
+  t.equal(once.requests.length, 2, 'and is not sent again');
+
+  const unknown = await api(t, app, { method: 'POST', url: '/webhooks/987654321/enable', headers: AUTH });
+  t.equal(unknown.statusCode, 404, 'an unknown subscription: 404');
+  t.match(unknown.json(), { error: 404, message: 'There is no webhook subscription with id 987654321.' });
 });
 
 t.test('a rotated secret signs at once, with the previous one signing alongside during the overlap', async (t) => {

@@ -178,6 +178,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{webhookId}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-enable a disabled subscription
+         * @description Enables a subscription that was disabled (its receiver answered 410 Gone), keeping its id,
+         *     secret and delivery history: events from now on are delivered again. Deliveries that
+         *     failed while it was disabled stay failed and are not sent. Enabling an enabled
+         *     subscription changes nothing.
+         */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -385,7 +414,7 @@ export interface components {
             events: components["schemas"]["WebhookEvent"][];
             /** Format: date-time */
             createdAt: string;
-            /** @description False once the receiver answered 410 Gone */
+            /** @description False once the receiver answered 410 Gone, until re-enabled (`POST /webhooks/{webhookId}/enable`) */
             enabled: boolean;
             disabledReason?: string;
             /**
@@ -1305,6 +1334,57 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, enabled */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://example.com/hooks/plants",
+                     *       "events": [
+                     *         "plant.created"
+                     *       ],
+                     *       "createdAt": "2026-01-01T12:00:00.000Z",
+                     *       "enabled": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             400: components["responses"]["BadRequest"];

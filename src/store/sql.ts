@@ -353,6 +353,12 @@ export class SqlStore implements PlantStore {
     return row && toSubscription(row);
   }
 
+  async enableSubscription(id: bigint): Promise<Subscription | undefined> {
+    const enable = `UPDATE webhook_subscriptions SET disabled_at = NULL, disabled_reason = NULL WHERE id = ? RETURNING ${SUBSCRIPTION}`;
+    const [row] = await this.#driver.write(() => only<Row[]>(all(enable, id)), 'statement');
+    return row && toSubscription(row);
+  }
+
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#driver.write(function* () {
       yield run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);

@@ -188,6 +188,8 @@ export interface PlantStore {
    * stops at once). Undefined when the subscription does not exist.
    */
   rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined>;
+  /** Enables the subscription again (events from now on are delivered); undefined when it does not exist. */
+  enableSubscription(id: bigint): Promise<Subscription | undefined>;
   /** Removes the subscription and its deliveries; false when there was none. */
   deleteSubscription(id: bigint): Promise<boolean>;
   /** Newest first; undefined when the subscription does not exist. */

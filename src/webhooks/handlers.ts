@@ -14,6 +14,7 @@ export interface WebhookHandlers {
   listWebhooks: OperationHandler<'listWebhooks'>;
   deleteWebhook: OperationHandler<'deleteWebhook'>;
   rotateWebhookSecret: OperationHandler<'rotateWebhookSecret'>;
+  enableWebhook: OperationHandler<'enableWebhook'>;
   listWebhookDeliveries: OperationHandler<'listWebhookDeliveries'>;
 }
 
@@ -48,6 +49,12 @@ export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNet
       const subscription = await store.rotateSubscriptionSecret(request.params.webhookId, secret, new Date(Date.now() + SECRET_OVERLAP_MS));
       if (!subscription) throw notFound(request.params.webhookId);
       return { ...toWebhook(subscription), secret }; // the only time the new secret is shown
+    },
+
+    async enableWebhook(request) {
+      const subscription = await store.enableSubscription(request.params.webhookId);
+      if (!subscription) throw notFound(request.params.webhookId);
+      return toWebhook(subscription);
     },
 
     async listWebhookDeliveries(request) {
