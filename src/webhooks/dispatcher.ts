@@ -1,7 +1,7 @@
 // Sends what the outbox holds. It leases due deliveries as sending slots free up (instances sharing
 // a database never lease the same one; each subscription holds at most a few leases at once, so a
-// receiver that hangs or is slow delays only its own deliveries), POSTs each with Standard Webhooks headers signed by the
-// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
+// receiver that hangs or is slow delays only its own deliveries), POSTs each with Standard
+// Webhooks headers signed by the `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
 // subscription disabled; anything else (another status, a redirect, a timeout, a refused
 // target) retried after the next delay of the schedule, with jitter, until it runs out.
 // At-least-once: a crash between sending and recording means one more send after the lease.
