@@ -25,8 +25,11 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** Origins (scheme://host[:port]) whose pages may call the API from a browser; empty: none. */
   corsOrigins: string[];
+  /** Swagger UI at /docs keeps the token given to "Authorize" in the browser's localStorage; off when absent. */
+  docsPersistAuthorization?: boolean;
   webhooks: WebhookConfig;
   timeouts: TimeoutConfig;
+  limits: LimitsConfig;
   /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
   tracing?: TracingConfig;
 }
@@ -68,6 +71,14 @@ export interface TimeoutConfig {
   redisMs: number;
 }
 
+/** What one instance takes on at once, whatever clients do (docs/operations.md, "Limits under load"). */
+export interface LimitsConfig {
+  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
+  compressions: number;
+  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
+  connections: number;
+}
+
 export interface WebhookConfig {
   allowPrivateNetworks: boolean;
   /** Delays between delivery attempts, in milliseconds. */
@@ -91,6 +102,7 @@ interface RawEnv {
   AUTH_FAILURES_PER_MINUTE: number;
   TRUST_PROXY: string;
   CORS_ORIGINS: string;
+  DOCS_PERSIST_AUTHORIZATION: boolean;
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
@@ -101,6 +113,8 @@ interface RawEnv {
   SHUTDOWN_DELAY: string;
   SHUTDOWN_TIMEOUT: string;
   REDIS_TIMEOUT: string;
+  COMPRESSION_CONCURRENCY: number;
+  MAX_CONNECTIONS: number;
   OTEL_SDK_DISABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
@@ -134,6 +148,7 @@ const schema = {
     AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
     TRUST_PROXY: { type: 'string', default: 'false' },
     CORS_ORIGINS: { type: 'string', default: '' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'boolean', default: false },
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
@@ -144,6 +159,8 @@ const schema = {
     SHUTDOWN_DELAY: { type: 'string', default: '5s' },
     SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
+    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
+    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000 },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
@@ -193,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
     trustProxy: parseTrustProxy(raw.TRUST_PROXY),
     corsOrigins: parseOrigins(raw.CORS_ORIGINS),
+    docsPersistAuthorization: raw.DOCS_PERSIST_AUTHORIZATION,
     webhooks: {
       allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
@@ -206,6 +224,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       shutdownDelayMs: durations('SHUTDOWN_DELAY', [raw.SHUTDOWN_DELAY])[0]!,
       shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
       redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
+    },
+    limits: {
+      compressions: raw.COMPRESSION_CONCURRENCY,
+      connections: raw.MAX_CONNECTIONS,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),

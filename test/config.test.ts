@@ -24,6 +24,7 @@ t.test('defaults when nothing is set', async (t) => {
     authFailuresPerMinute: 100,
     trustProxy: false,
     corsOrigins: [],
+    docsPersistAuthorization: false,
     webhooks: {
       allowPrivateNetworks: false,
       retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
@@ -31,6 +32,7 @@ t.test('defaults when nothing is set', async (t) => {
       retentionMs: 3_600_000,
     },
     timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownDelayMs: 5_000, shutdownMs: 10_000, redisMs: 100 },
+    limits: { compressions: 4, connections: 1000 },
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -51,6 +53,7 @@ t.test('each variable is read', async (t) => {
       AUTH_FAILURES_PER_MINUTE: '0',
       TRUST_PROXY: '10.0.0.0/8',
       CORS_ORIGINS: 'https://app.example.com,http://localhost:5173',
+      DOCS_PERSIST_AUTHORIZATION: 'true',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '250ms,2s,1m',
       WEBHOOK_TIMEOUT: '3s',
@@ -61,6 +64,8 @@ t.test('each variable is read', async (t) => {
       SHUTDOWN_DELAY: '0s',
       SHUTDOWN_TIMEOUT: '30s',
       REDIS_TIMEOUT: '250ms',
+      COMPRESSION_CONCURRENCY: '2',
+      MAX_CONNECTIONS: '50',
     }),
     {
       host: '0.0.0.0',
@@ -76,8 +81,10 @@ t.test('each variable is read', async (t) => {
       authFailuresPerMinute: 0,
       trustProxy: ['10.0.0.0/8'],
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      docsPersistAuthorization: true,
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
       timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownDelayMs: 0, shutdownMs: 30_000, redisMs: 250 },
+      limits: { compressions: 2, connections: 50 },
     },
   );
   t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');

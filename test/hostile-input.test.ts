@@ -45,34 +45,30 @@ async function storedPlants(store: PlantStore): Promise<{ id: string; name: stri
 // -------------------------------------------------------------------------------------------------
 // Classes that hold
 
-t.test('duplicate JSON keys: the last one does not sneak past validation', async (t) => {
+t.test('duplicate JSON keys: refused with 400 naming the key, whatever the values, on every body', async (t) => {
   const { app, store } = await build(t);
-  // Validation and storage read one parsed object, so both see the last value of a key.
-  for (const [body, message] of [
-    ['{"id":1,"name":"ok","name":""}', /field "name" must NOT have fewer than 1 characters/],
-    ['{"id":1,"name":"x","tag":"a","tag":null}', /field "tag" must be string/],
-    ['{"id":1,"id":1.5,"name":"x"}', /field "id" must be an integer written without fraction or exponent/],
-    ['{"id":1,"name":"x","id":"1"}', /field "id" must be an integer/],
+  // A filter in front may read the first value where JSON.parse keeps the last: no body gets that far.
+  for (const [body, key] of [
+    ['{"id":1,"name":"ok","name":""}', 'name'],
+    ['{"id":1,"name":"x","tag":"a","tag":null}', 'tag'],
+    ['{"id":1,"id":1.5,"name":"x"}', 'id'],
+    ['{"id":1,"name":"x","id":"1"}', 'id'],
+    ['{"id":"x","id":1,"name":"","name":"kept","tag":5,"tag":"t"}', 'id'],
+    ['{"id":2,"id":3,"name":"three"}', 'id'],
   ] as const) {
     const response = await post(t, app, body);
     t.equal(response.statusCode, 400, body);
-    t.match(response.json(), { message }, `${body}: the last value was validated`);
+    t.match(response.json(), { message: `key "${key}" more than once` }, `${body}: names "${key}"`);
   }
   t.same(await storedPlants(store), [], 'nothing stored');
 
-  const lastWins = await post(t, app, '{"id":"x","id":1,"name":"","name":"kept","tag":5,"tag":"t"}');
-  t.equal(lastWins.statusCode, 200, 'earlier invalid values are overridden, as for every JSON.parse client');
-  t.equal(lastWins.body, '{"name":"kept","tag":"t"}');
-  const twoIds = await post(t, app, '{"id":2,"id":3,"name":"three"}');
-  t.equal(twoIds.statusCode, 200);
-  t.same(await storedPlants(store), [{ id: '1', name: 'kept', tag: 't' }, { id: '3', name: 'three' }], 'exactly what was validated was stored');
-
+  t.equal((await post(t, app, '{"id":3,"name":"three"}')).statusCode, 200);
   const put = await send(t, app, { method: 'PUT', url: '/plants/3', headers: JSON_HEADERS, payload: '{"name":"changed","name":5}' });
   t.equal(put.statusCode, 400);
   t.same(await store.getPlant(3n), { id: 3n, name: 'three' }, 'a refused replace changes nothing');
   const hook = await post(t, app, '{"url":"https://example.com/","url":5}', '/webhooks');
   t.equal(hook.statusCode, 400);
-  t.match(hook.json(), { message: /field "url" must be string/ });
+  t.match(hook.json(), { message: /key "url" more than once/ });
 });
 
 t.test('NUL characters: refused in names, tags and the tag filter, as PostgreSQL must; refused where JSON forbids them', async (t) => {

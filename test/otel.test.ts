@@ -20,11 +20,15 @@ interface OtlpSpan {
   parentSpanId?: string;
   name: string;
   attributes?: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+  status?: { message?: string };
+  events?: { name: string; attributes?: OtlpSpan['attributes'] }[];
 }
 
 interface Collector {
   url: string;
   spans: OtlpSpan[];
+  /** Every export as it arrived, JSON text. */
+  exports: string[];
   webhooks: IncomingHttpHeaders[];
   /** Resolves with the first value `find` returns once something has arrived; rejects after WAIT_LIMIT_MS. */
   until<T>(what: string, find: () => T | undefined): Promise<T>;
@@ -33,6 +37,7 @@ interface Collector {
 /** An OTLP/HTTP receiver (POST /v1/traces, JSON, answered `tracesStatus`) and a webhook subscriber (POST /hook) on one port. */
 async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
   const spans: OtlpSpan[] = [];
+  const exports: string[] = [];
   const webhooks: IncomingHttpHeaders[] = [];
   const waiters = new Set<() => void>();
   const server = createServer((request, response) => {
@@ -40,7 +45,8 @@ async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       if (request.url === '/v1/traces') {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        exports.push(Buffer.concat(chunks).toString('utf8'));
+        const body = JSON.parse(exports.at(-1)!) as {
           resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
         };
         for (const resource of body.resourceSpans) for (const scope of resource.scopeSpans) spans.push(...scope.spans);
@@ -59,6 +65,7 @@ async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
+    exports,
     webhooks,
     until: (what, find) =>
       new Promise((resolve, reject) => {
@@ -85,7 +92,7 @@ function clientTrace(): { traceId: string; spanId: string; traceparent: string }
   return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
 }
 
-function attribute(span: OtlpSpan, key: string): string | undefined {
+function attribute(span: Pick<OtlpSpan, 'attributes'>, key: string): string | undefined {
   return span.attributes?.find((entry) => entry.key === key)?.value.stringValue;
 }
 
@@ -191,4 +198,66 @@ t.test('a collector refusing the last spans, sent as the process stops, does not
   );
   t.same(exit, { code: 0, signal: null }, 'the stop is still clean');
   t.match(server.stdout(), /the last spans could not be sent to the OpenTelemetry collector/, 'and the refusal is logged');
+});
+
+/** A token in the issued shape (pst_ + base62), random so that its text can only come from this test. */
+function issuedShape(): string {
+  const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  return `pst_${Array.from(randomBytes(49), (byte) => alphabet[byte % alphabet.length]).join('')}`;
+}
+
+/** The text a backend could show: JSON escapes undone, then percent-encoding undone, however often it was applied. */
+function decoded(exported: string): string {
+  let text = JSON.stringify(JSON.parse(exported));
+  for (let round = 0; round < 4; round++) text = text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  return text;
+}
+
+t.test('no token reaches the collector: queries, encoded names, paths, headers, error messages and webhook targets are redacted in spans', async (t) => {
+  const collector = await startCollector(t);
+  const env = { API_TOKENS: TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  const issued = issuedShape();
+  const everyByteEncoded = [...issued].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
+  const bearer = { authorization: `Bearer ${TOKEN}` };
+  // Each request: what it sends, the status it gets, and the url.path its span must carry.
+  const requests: { path: string; headers: Record<string, string>; status: number; expected: string; body?: string }[] = [
+    { path: `/plants?access_token=${TOKEN}`, headers: {}, status: 400, expected: '/plants?access_token=[redacted]' },
+    { path: `/plants?limit=5&%61ccess_token=${TOKEN}`, headers: bearer, status: 400, expected: '/plants?limit=5&%61ccess_token=[redacted]' },
+    // Not a name the query parser reads as access_token, so served; still redacted, in any case.
+    { path: `/plants?ACCESS%5FTOKEN=${issued}`, headers: bearer, status: 200, expected: '/plants?ACCESS%5FTOKEN=[redacted]' },
+    { path: `/plants/${issued}`, headers: bearer, status: 400, expected: '/plants/[redacted]' },
+    { path: `/no-such-route/${issued}?tag=${everyByteEncoded}`, headers: bearer, status: 404, expected: '/no-such-route/[redacted]?tag=[redacted]' },
+    { path: '/plants?limit=1', headers: { authorization: `Bearer ${issued}` }, status: 401, expected: '/plants?limit=1' },
+    // Error messages that quote the token, which become the span's status message and exception event.
+    { path: `/webhooks/${issued}`, headers: bearer, status: 404, expected: '/webhooks/[redacted]' },
+    { path: '/plants', headers, status: 400, expected: '/plants', body: JSON.stringify({ id: 2, name: 'Fern', [issued]: 1 }) },
+  ];
+  const spans: OtlpSpan[] = [];
+  for (const request of requests) {
+    const sent = clientTrace();
+    const init = request.body === undefined ? {} : { method: 'POST', body: request.body };
+    const response = await fetch(`${server.url}${request.path}`, { ...init, headers: { ...request.headers, traceparent: sent.traceparent } });
+    t.equal(response.status, request.status, request.expected);
+    // Found by its trace, not its path, so that an unredacted span is found too.
+    spans.push(
+      await collector.until(`the span of ${request.expected}`, () =>
+        collector.spans.find((span) => span.traceId === sent.traceId && attribute(span, 'url.path') !== undefined),
+      ),
+    );
+  }
+  const subscribed = await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: `${collector.url}/hook?access_token=${TOKEN}` }) });
+  t.equal(subscribed.status, 201, 'a subscriber whose address carries a token');
+  t.equal((await fetch(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id: 1, name: 'Fern' }) })).status, 200);
+  const delivery = await collector.until('the webhook.deliver span', () => collector.spans.find((span) => span.name === 'webhook.deliver'));
+
+  const exported = collector.exports.map(decoded).join('\n');
+  t.notOk(exported.includes(TOKEN), 'the static token, sent as a header, as access_token and in a webhook address, is in no export');
+  t.notOk(exported.includes(issued.slice(4)), 'the issued-shape token, sent in paths, queries, a header and a body, is in no export');
+  requests.forEach((request, index) => t.equal(attribute(spans[index]!, 'url.path'), request.expected, `the span is there, its url.path redacted: ${request.expected}`));
+  t.equal(attribute(spans[0]!, 'http.route'), '/plants', 'and keeps its route');
+  const message = 'The request body has the unknown field "[redacted]".';
+  t.equal(spans.at(-1)!.status?.message, message, 'an error message quoting the token is redacted in the status');
+  t.equal(attribute(spans.at(-1)!.events?.find((event) => event.name === 'exception') ?? {}, 'exception.message'), message, 'and in the exception event');
+  t.equal(attribute(delivery, 'url.full'), `${collector.url}/hook?access_token=[redacted]`, "the delivery span's url.full is redacted too");
 });

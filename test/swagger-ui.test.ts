@@ -29,6 +29,20 @@ t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
   });
   t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // Everything the page's Content-Security-Policy blocks: reported as events and on the console.
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text());
+  });
+  await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
+  await page.addInitScript(() => {
+    interface Violation {
+      violatedDirective: string;
+      blockedURI: string;
+    }
+    const scope = globalThis as unknown as { reportViolation: (text: string) => void; addEventListener: (type: string, listener: (event: Violation) => void) => void };
+    scope.addEventListener('securitypolicyviolation', (event) => scope.reportViolation(`${event.violatedDirective}: ${event.blockedURI}`));
+  });
   const open = async () => {
     await page.goto(`${server.url}/docs`);
     await page.locator('.opblock').first().waitFor();
@@ -72,13 +86,13 @@ t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
     t.equal(await title(got), 'StoredPlant', 'getPlant answers a StoredPlant');
   });
 
-  t.test('authorize once; after a reload the token is still used', async (t) => {
-    await page.locator('.auth-wrapper .authorize').click();
-    await page.locator('.auth-container input').fill(TOKEN);
-    await page.locator('.auth-btn-wrapper .authorize').click();
-    await page.locator('.auth-btn-wrapper .btn-done').click();
+  t.test('authorize: the token is used, and kept nowhere in the browser (DOCS_PERSIST_AUTHORIZATION off)', async (t) => {
+    await authorize(page);
+    t.match(await page.locator('.auth-wrapper .authorize').getAttribute('class'), /\blocked\b/, 'shown as authorized');
+    t.notMatch(await page.evaluate(() => JSON.stringify({ ...localStorage })), TOKEN, 'the token is not in localStorage');
     await open();
-    t.match(await page.locator('.auth-wrapper .authorize').getAttribute('class'), /\blocked\b/, 'shown as authorized after the reload');
+    t.notMatch(await page.locator('.auth-wrapper .authorize').getAttribute('class'), /\blocked\b/, 'forgotten after a reload');
+    await authorize(page); // for the tests below
   });
 
   t.test('big ids: created, got and listed through "Try it out", shown digit for digit', async (t) => {
@@ -105,7 +119,37 @@ t.test('Swagger UI in headless Chromium', { skip: chromiumSkip }, async (t) => {
     t.equal(listed.status, 200);
     t.same(ids(listed.shown), [...BIG], 'the list shows three different ids, each as stored');
   });
+
+  t.test('the Content-Security-Policy blocked nothing the page needs', async (t) => {
+    const answer = await page.goto(`${server.url}/docs`);
+    t.match(answer?.headers()['content-security-policy'], /frame-ancestors 'none'/, 'the page may not be framed');
+    await page.locator('.opblock').first().waitFor();
+    t.same(violations, [], 'no violation reported');
+  });
 });
+
+t.test('DOCS_PERSIST_AUTHORIZATION=true: the token survives a reload', { skip: chromiumSkip }, async (t) => {
+  const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN, DOCS_PERSIST_AUTHORIZATION: 'true' }));
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  const open = async () => {
+    await page.goto(`${server.url}/docs`);
+    await page.locator('.opblock').first().waitFor();
+  };
+  await open();
+  await authorize(page);
+  await open();
+  t.match(await page.locator('.auth-wrapper .authorize').getAttribute('class'), /\blocked\b/, 'shown as authorized after the reload');
+});
+
+/** Gives the token to Swagger UI's Authorize dialog. */
+async function authorize(page: Page): Promise<void> {
+  await page.locator('.auth-wrapper .authorize').click();
+  await page.locator('.auth-container input').fill(TOKEN);
+  await page.locator('.auth-btn-wrapper .authorize').click();
+  await page.locator('.auth-btn-wrapper .btn-done').click();
+}
 
 t.test('every operation has an example for each request body and each response body', async (t) => {
   interface Body {

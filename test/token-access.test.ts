@@ -156,6 +156,19 @@ t.test('a query-string token never reaches the info log, however the query spell
   t.notOk(logs().includes(secret), 'the token never appears in any log line');
 });
 
+t.test('a token in the path, percent-encoded in the query, or quoted by a refusal never reaches the log either', async (t) => {
+  const { app, store, logs } = await build(t, { logLevel: 'info' });
+  const issued = await issue(store, 'pathed', ['*']);
+  const encoded = [...issued].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
+  await app.inject({ method: 'GET', url: `/plants/${issued}`, headers: AUTH }); // a 400 on the path
+  await app.inject({ method: 'GET', url: `/no-such-route/${encoded}` });
+  await app.inject({ method: 'GET', url: `/plants?tag=${encoded}`, headers: AUTH });
+  await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { id: 1, name: 'Fern', [issued]: 1 } });
+  t.match(logs(), /"url":"\/plants\/\[redacted\]"/, 'the path is logged redacted');
+  t.match(logs(), /"reason":"The request body has the unknown field \\"\[redacted\]\\"\."/, 'and so is the refusal quoting it');
+  t.notOk(logs().includes(issued.slice(4)) || logs().includes(encoded.slice(12)), 'the token, plain or encoded, never appears');
+});
+
 t.test('every spelling the query parser reads as access_token is refused', async (t) => {
   const { app } = await build(t);
   for (const name of ['access_token', '%61ccess_token', 'access%5Ftoken', '%61%63%63%65%73%73%5f%74%6f%6b%65%6e']) {

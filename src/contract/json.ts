@@ -27,8 +27,14 @@ const SECURE = { protoAction: 'error', constructorAction: 'error' } as const;
 
 export function parseJson(text: string): unknown {
   const fast = parsedFast(text);
-  return fast !== NOT_FAST ? fast : secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, SECURE);
+  if (fast !== NOT_FAST) return fast;
+  const value: unknown = secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, SECURE);
+  refuseDuplicateKeys(text);
+  return value;
 }
+
+/** A body naming one key twice: JSON.parse keeps the last, while a filter in front may have read the first. */
+export class DuplicateKeyError extends Error {}
 
 const NOT_FAST = Symbol('not parsed on the fast path');
 
@@ -45,10 +51,60 @@ function parsedFast(text: string): unknown {
     // key needs a check of its own (those checks were a tenth of this path's time).
     const checkStrings = text.includes('\\') || !text.isWellFormed();
     // A bare number is left to the reviver's path; bodies are objects.
-    return typeof value !== 'number' && withBigIntegers(value, checkStrings) ? value : NOT_FAST;
-  } catch {
+    if (typeof value === 'number') return NOT_FAST;
+    const keys = withBigIntegers(value, checkStrings);
+    if (keys < 0) return NOT_FAST;
+    // Every key is followed by a colon, so as many colons as keys kept means no key was given twice;
+    // more (a duplicate, or a colon inside a string) takes the exact scan.
+    if (colonCount(text) !== keys) refuseDuplicateKeys(text);
+    return value;
+  } catch (error) {
+    if (error instanceof DuplicateKeyError) throw error;
     return NOT_FAST;
   }
+}
+
+function colonCount(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf(':'); at >= 0; at = text.indexOf(':', at + 1)) count++;
+  return count;
+}
+
+/** Walks text already known to be valid JSON, and throws on the first object that names a key twice. */
+function refuseDuplicateKeys(text: string): void {
+  // One entry per open container: the keys seen so far in an object, null for an array.
+  const open: (Set<string> | null)[] = [];
+  let expectingKey = false;
+  for (let at = 0; at < text.length; at++) {
+    const char = text[at];
+    if (char === '"') {
+      const end = stringEnd(text, at);
+      const keys = open.at(-1);
+      if (expectingKey && keys) {
+        const key = JSON.parse(text.slice(at, end + 1)) as string;
+        if (keys.has(key)) throw new DuplicateKeyError(`The request body gives the key ${JSON.stringify(key)} more than once in one object; each key may appear once.`);
+        keys.add(key);
+      }
+      expectingKey = false;
+      at = end;
+    } else if (char === '{') {
+      open.push(new Set());
+      expectingKey = true;
+    } else if (char === '[') {
+      open.push(null);
+    } else if (char === '}' || char === ']') {
+      open.pop();
+    } else if (char === ',') {
+      expectingKey = open.at(-1) != null;
+    }
+  }
+}
+
+/** The index of the quote closing the string that opens at `start`. */
+function stringEnd(text: string, start: number): number {
+  let at = start + 1;
+  while (text[at] !== '"') at += text[at] === '\\' ? 2 : 1;
+  return at;
 }
 
 // In JSON a fraction or an exponent always follows a digit (RFC 8259: int [frac] [exp]), so a text
@@ -57,22 +113,30 @@ function parsedFast(text: string): unknown {
 // of the time of the loop over the characters, skipping strings, that it replaces.
 const FRACTION_OR_EXPONENT = /\d[.eE]/;
 
-/** Turns every number into a BigInt in place; false when one is not a safe integer or a checked string is not well formed. */
-function withBigIntegers(value: unknown, checkStrings: boolean): boolean {
-  if (typeof value === 'string') return !checkStrings || value.isWellFormed();
-  if (typeof value !== 'object' || value === null) return true;
+/**
+ * Turns every number into a BigInt in place, and counts the object keys kept; -1 when a number is
+ * not a safe integer or a checked string is not well formed.
+ */
+function withBigIntegers(value: unknown, checkStrings: boolean): number {
+  if (typeof value === 'string') return !checkStrings || value.isWellFormed() ? 0 : -1;
+  if (typeof value !== 'object' || value === null) return 0;
   const container = value as Record<string, unknown>;
+  const isArray = Array.isArray(container);
+  let keys = 0;
   for (const key in container) {
-    if (checkStrings && !key.isWellFormed()) return false;
+    if (!isArray) keys++;
+    if (checkStrings && !key.isWellFormed()) return -1;
     const item = container[key];
     if (typeof item === 'number') {
-      if (!Number.isSafeInteger(item)) return false;
+      if (!Number.isSafeInteger(item)) return -1;
       container[key] = BigInt(item);
     } else if (typeof item === 'object' || checkStrings) {
-      if (!withBigIntegers(item, checkStrings)) return false;
+      const inner = withBigIntegers(item, checkStrings);
+      if (inner < 0) return -1;
+      keys += inner;
     }
   }
-  return true;
+  return keys;
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -112,7 +176,9 @@ export function useExactJsonBodies(app: FastifyInstance): void {
     } catch (error) {
       // The reviver recurses per level: past a few thousand levels the stack ends before the text.
       const message =
-        error instanceof RangeError
+        error instanceof DuplicateKeyError
+          ? error.message
+          : error instanceof RangeError
           ? 'The request body is nested too deeply to read.'
           : `The request body is not valid JSON: ${describeJsonError(error)}.`;
       done(new HttpError(400, message), undefined);

@@ -1,7 +1,7 @@
 // The operations of openapi.yaml as routes, built by fastify-openapi-glue. What each route does is
 // set here, as its route options: the handler named by its operationId, the security requirement
 // the contract states (run as onRequest, before the body is read, so a client without a token gets
-// 401, never a validation message), and whether its answers are compressed.
+// 401, never a validation message), whether its answers are compressed, and HEAD for each GET.
 //
 // Glue warns "ContentTypeParser for 'X' not found" for each media type in the spec without a body
 // parser, responses included (text/plain for /metrics, application/yaml for /openapi.yaml). So the
@@ -11,7 +11,7 @@
 import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onRequestHookHandler, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
-import { compressionOf } from '../transport/compression.ts';
+import { compressionOf, headFramedAsGet } from '../transport/compression.ts';
 import type { ServiceHandlers } from './operations.ts';
 
 export interface RoutesOptions {
@@ -27,14 +27,18 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
     // Glue gives every schema per media type; Fastify would then skip validating a body whose
     // request names no media type, and pick a serializer by parsing each answer's Content-Type.
     operations.addHook('onRoute', useJsonSchemasDirectly);
+    operations.addHook('onRoute', headFramedAsGet);
     await registerOpenapiGlue(operations, {
       specification: structuredClone(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
-      operationResolver: (operationId: string) =>
+      operationResolver: (operationId: string, method: string) =>
         ({
           handler: handlerFor(handlers, operationId),
           onRequest: securityHooks(app, operationId, security.get(operationId)),
           compress: compressionOf(operationId),
+          // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
+          // onSend that runs before compression's, and so report the plain length and no Content-Encoding.
+          ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
         }) as RouteOptions,
     });
   });

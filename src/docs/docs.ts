@@ -8,13 +8,41 @@ import type { OperationHandler } from '../contract/operations.ts';
 
 export const DOCS_PREFIX = '/docs';
 
-export async function registerDocs(app: FastifyInstance, document: object): Promise<void> {
+// Swagger UI needs only its own files (scripts, styles, images, some as data: URIs) and this origin's
+// API; no other page may frame it, so a click on "Authorize" cannot be hijacked (clickjacking).
+export const DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "object-src 'none'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+  "img-src 'self' data:",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self'",
+  "connect-src 'self'",
+].join('; ');
+
+export interface DocsOptions {
+  /** Swagger UI keeps a token given to "Authorize" in the browser's localStorage (DOCS_PERSIST_AUTHORIZATION). */
+  persistAuthorization: boolean;
+}
+
+export async function registerDocs(app: FastifyInstance, document: object, options: DocsOptions): Promise<void> {
   await app.register(fastifySwagger, { mode: 'static', specification: { document: document as StaticDocumentSpec['document'] } });
   const forUi = documentForUi(document);
   const title = (document as { info?: { title?: string } }).info?.title ?? 'API';
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
-    uiConfig: { persistAuthorization: true },
+    uiConfig: { persistAuthorization: options.persistAuthorization },
+    staticCSP: DOCS_CSP,
+    // For browsers older than frame-ancestors.
+    uiHooks: {
+      onRequest: (_request, reply, done) => {
+        reply.header('x-frame-options', 'DENY');
+        done();
+      },
+    },
     transformSpecificationClone: false,
     transformSpecification: () => forUi,
     logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },

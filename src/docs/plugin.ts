@@ -2,10 +2,10 @@
 // The documents themselves (/openapi.yaml, /openapi.json) are operations, handled by docs.ts.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { registerDocs } from './docs.ts';
+import { registerDocs, type DocsOptions } from './docs.ts';
 
-async function docs(app: FastifyInstance, options: { specification: object }): Promise<void> {
-  await registerDocs(app, structuredClone(options.specification));
+async function docs(app: FastifyInstance, options: DocsOptions & { specification: object }): Promise<void> {
+  await registerDocs(app, structuredClone(options.specification), { persistAuthorization: options.persistAuthorization });
 }
 
 // After the contract: a path outside the UI's folder is answered with the Error body.

@@ -3,6 +3,7 @@
 // A span per request (@fastify/otel), named by the route's operationId and continuing the
 // client's W3C traceparent; a child span per store call; trace_id and span_id in the request's
 // log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
+// Every span is exported through RedactingExporter, so no token reaches the collector.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import {
   context,
@@ -35,6 +36,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TracingConfig } from '../config.ts';
 import { methodsOf } from './metrics.ts';
+import { RedactingExporter } from './redacting-exporter.ts';
 
 /** What a webhook delivery attempt reports, and the attempt as the dispatcher runs it. */
 export interface AttemptResult {
@@ -64,7 +66,10 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig, 
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
     sampler: samplerFor(config),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.tracesUrl }), scheduledDelayMillis: config.batchDelayMs })],
+    // Tokens are redacted on the way out, by the rule the logs use.
+    spanProcessors: [
+      new BatchSpanProcessor({ exporter: new RedactingExporter(new OTLPTraceExporter({ url: config.tracesUrl })), scheduledDelayMillis: config.batchDelayMs }),
+    ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());

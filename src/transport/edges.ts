@@ -17,10 +17,31 @@ export function answerTransportEdges(app: FastifyInstance): void {
   // Half-open, it answers them all in order and then closes.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('connect', refuseConnect);
+  // Node answers an Expect it does not know with a bare 417 unless this event is handled; routed
+  // instead, the hook below refuses it with the Error body and the request id, as any other refusal.
+  app.server.on('checkExpectation', (request, response) => app.routing(request, response));
   app.addHook('onRequest', (request, _reply, done) => {
-    if (!lacksRequiredHost(request.raw)) return done();
-    done(new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', { connection: 'close' }));
+    const failure = edgeFailure(request.raw);
+    done(failure ?? undefined);
   });
+}
+
+/** The refusal owed to a request before anything reads it, or null. */
+function edgeFailure(request: IncomingMessage): HttpError | null {
+  if (lacksRequiredHost(request)) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', { connection: 'close' });
+  if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', { connection: 'close' });
+  const expect = request.headers.expect;
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
+    return new HttpError(417, 'The Expect header can only be 100-continue; this service meets no other expectation.');
+  }
+  return null;
+}
+
+// Node keeps the first of several Host headers and drops the others from `headers`; RFC 9112 §3.2 says 400.
+function hostCount(rawHeaders: string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === 4 && rawHeaders[i]!.toLowerCase() === 'host') count++;
+  return count;
 }
 
 // RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).

@@ -2,8 +2,11 @@
 // read, the answers decided below routing (edges.ts), and compression for the routes built with it.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { LimitsConfig } from '../config.ts';
 import { registerCompression } from './compression.ts';
+import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
+import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
 import { closeOnUnreadBodies } from './unread-body.ts';
 
@@ -13,11 +16,20 @@ declare module 'fastify' {
   }
 }
 
-async function transport(app: FastifyInstance): Promise<void> {
+export interface TransportOptions {
+  limits: LimitsConfig;
+}
+
+/** The limits when none are configured: those of src/config.ts's defaults. */
+export const DEFAULT_LIMITS: LimitsConfig = { compressions: 4, connections: 1000 };
+
+async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
   await registerCompression(app);
+  gateCompressedRoutes(app, createCompressionGate(limits.compressions));
+  limitConnections(app.server, limits.connections);
 }
 
 // After observability and security, whose request hooks run first: the 503 while stopping carries

@@ -1,0 +1,125 @@
+// Peak memory of a burst of large compressed reads (npm run bench:compression). For each encoding
+// (none, gzip, br) a fresh service process (npm start's Node and entry) on a store whose pages of
+// 1,000 plants are over 1 MB answers BURST concurrent GET /plants?limit=1000; the script prints
+// the process's peak RSS (VmHWM), its RSS 2 s after the burst, and how many requests were answered.
+// Then the same for anonymous /metrics grown past 64 KiB and read METRICS_BURST times at once with br.
+// BENCH_BEFORE=<another checkout, with its own node_modules> measures its service in the same run.
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openStore } from '../src/store/factory.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { integerSetting } from '../test/harness/settings.ts';
+
+const BURST = integerSetting('BENCH_BURST', 256, 1);
+const METRICS_BURST = integerSetting('BENCH_METRICS_BURST', 1024, 1);
+const TOKEN = 'bench-token-0123456789abcdef';
+const ROOT = resolve(import.meta.dirname, '..');
+const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
+
+const dir = mkdtempSync(join(tmpdir(), 'plants-bench-compression-'));
+const dbPath = join(dir, 'plants.db');
+await fill(dbPath);
+
+interface Figures {
+  peakMb: number;
+  afterMb: number;
+  answered: number;
+  wireMb: number;
+}
+
+console.log(`Peak RSS of one service process answering ${BURST} concurrent GET /plants?limit=1000 (pages of over 1 MB), and ${METRICS_BURST} concurrent GET /metrics (br)`);
+console.log(`${'service'.padEnd(10)} ${'case'.padEnd(18)} ${'peak MB'.padStart(8)} ${'after MB'.padStart(9)} ${'answered'.padStart(9)} ${'wire MB'.padStart(8)}`);
+for (const [label, root] of [['this', ROOT], ...(BEFORE ? [['before', BEFORE]] : [])] as [string, string][]) {
+  for (const encoding of ['identity', 'gzip', 'br']) print(label, `page ${encoding}`, await measure(root, '/plants?limit=1000', encoding, BURST, true));
+  print(label, 'metrics br', await measure(root, '/metrics', 'br', METRICS_BURST, false));
+}
+rmSync(dir, { recursive: true, force: true });
+
+function print(label: string, what: string, f: Figures): void {
+  console.log(`${label.padEnd(10)} ${what.padEnd(18)} ${f.peakMb.toFixed(0).padStart(8)} ${f.afterMb.toFixed(0).padStart(9)} ${`${f.answered}`.padStart(9)} ${f.wireMb.toFixed(0).padStart(8)}`);
+}
+
+/** 1,000 plants whose names are 256 characters of three bytes each: a page is about 0.8 MB. */
+async function fill(path: string): Promise<void> {
+  const store = await openStore(`sqlite:${path}`);
+  for (let id = 1; id <= 1000; id++) {
+    const name = Array.from({ length: 256 }, (_, i) => String.fromCharCode(0x4e00 + ((id * 7919 + i * 104729) % 20000))).join('');
+    await store.createPlant({ id: BigInt(id), name, tag: `tag-${id % 50}`.padEnd(64, 'x') });
+  }
+  await store.close();
+}
+
+async function measure(root: string, path: string, encoding: string, burst: number, auth: boolean): Promise<Figures> {
+  const port = await freePort();
+  const copy = join(dir, `copy-${port}.db`);
+  // Each run on its own copy of the store: the services never share a file.
+  copyFileSync(dbPath, copy);
+  const child = spawn(join(root, 'node_modules/.bin/node'), [join(root, 'src/entry.js')], {
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${copy}`, API_TOKENS: TOKEN, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '', AUTH_FAILURES_PER_MINUTE: '0' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    await ready(port);
+    if (path === '/metrics') await growMetrics(port);
+    const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+    const results = await Promise.all(Array.from({ length: burst }, () => get(port, path, encoding, auth, agent)));
+    await sleep(2000);
+    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
+    return {
+      peakMb: kb('VmHWM') / 1024,
+      afterMb: kb('VmRSS') / 1024,
+      answered: results.filter((r) => r.status === 200).length,
+      wireMb: results.reduce((sum, r) => sum + r.bytes, 0) / 2 ** 20,
+    };
+  } finally {
+    child.kill('SIGINT');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+}
+
+async function ready(port: number): Promise<void> {
+  for (;;) {
+    const ok = await get(port, '/readyz', 'identity', false).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await sleep(100);
+  }
+}
+
+/** Anonymous requests of many methods and statuses: each new (operation, method, status) adds a histogram. */
+async function growMetrics(port: number): Promise<void> {
+  const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'COPY', 'MOVE', 'UNLOCK', 'SEARCH', 'REPORT', 'PURGE', 'QUERY'];
+  const paths = ['/plants', '/plants/1', '/plants/x', '/webhooks', '/webhooks/1', '/nowhere', '/healthz', '/plants?limit=x', '/metrics', '/openapi.json'];
+  await Promise.all(methods.flatMap((method) => paths.map((path) => send(port, method, path))));
+  const size = (await get(port, '/metrics', 'identity', false)).bytes;
+  process.stderr.write(`/metrics grown to ${size} bytes\n`);
+}
+
+function send(port: number, method: string, path: string): Promise<void> {
+  return new Promise((resolve) => {
+    const outgoing = request({ port, host: '127.0.0.1', method, path, headers: { 'content-type': 'application/json' } }, (incoming) => {
+      incoming.resume();
+      incoming.on('end', resolve);
+    });
+    outgoing.on('error', () => resolve());
+    outgoing.end(method === 'POST' || method === 'PUT' ? '{' : undefined);
+  });
+}
+
+function get(port: number, path: string, encoding: string, auth: boolean, agent?: Agent): Promise<{ status: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const headers = { 'accept-encoding': encoding, ...(auth && { authorization: `Bearer ${TOKEN}` }) };
+    const outgoing = request({ port, host: '127.0.0.1', path, headers, ...(agent && { agent }) }, (incoming) => {
+      let bytes = 0;
+      incoming.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      incoming.on('end', () => resolve({ status: incoming.statusCode ?? 0, bytes }));
+      incoming.on('error', reject);
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
