@@ -994,6 +994,58 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(ids.length + rest.length, 40, 'every delivery leased exactly once');
     });
 
+    t.test('a claim takes every subscription in turn, each up to its share of leases, counting those it holds', async (t) => {
+      const store = await open(t);
+      // The busy subscription's deliveries are all older than the quiet one's: a claim by age alone would take only them.
+      const busy = await store.createSubscription(newSubscription('busy', ['plant.created']));
+      await seed(t, store, Array.from({ length: 10 }, (_, i) => ({ id: BigInt(i + 1), name: `busy ${i}` })));
+      const quiet = await store.createSubscription(newSubscription('quiet', ['plant.created']));
+      await seed(t, store, [
+        { id: 100n, name: 'both' },
+        { id: 101n, name: 'both again' },
+      ]);
+      const first = await store.claimDueDeliveries(NOW, LEASE_MS, 3, 2);
+      t.strictSame(first.map((delivery) => delivery.subscriptionId).sort(compareBigints), [busy.id, busy.id, quiet.id], 'the quiet one is in the first claim of 3');
+      const second = await store.claimDueDeliveries(NOW, LEASE_MS, 10, 2);
+      t.strictSame(second.map((delivery) => delivery.subscriptionId), [quiet.id], 'the busy one holds its 2 leases: only the quiet one gets more');
+      t.strictSame(await store.claimDueDeliveries(NOW, LEASE_MS, 10, 2), [], 'then both hold their share');
+      await store.recordAttempt({ id: first.find((delivery) => delivery.subscriptionId === busy.id)!.id, at: iso(1), result: 'delivered', responseStatus: 204 });
+      const freed = await store.claimDueDeliveries(later(1), LEASE_MS, 10, 2);
+      t.strictSame(freed.map((delivery) => [delivery.subscriptionId, delivery.payload]), [[busy.id, eventPayload({ id: 3n, name: 'busy 2' })]], 'an attempt recorded frees one lease: the next in due order');
+      const afterLeases = await store.claimDueDeliveries(later(LEASE_MS + 2), LEASE_MS, 10, 2);
+      const busyAgain = afterLeases.filter((delivery) => delivery.subscriptionId === busy.id);
+      t.equal(busyAgain.length, 2, 'leases that ran out (a crashed sender) no longer count: 2 again');
+    });
+
+    t.test('a rotated secret signs with the previous one until the overlap ends; a disabled subscription is enabled again', async (t) => {
+      const store = await open(t);
+      const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']));
+      const old = newSubscription('rotating', []).secret;
+      const rotated = await store.rotateSubscriptionSecret(subscription.id, 'whsec_bmV3', later(1_000));
+      t.strictSame(rotated, { ...subscription, previousSecretExpiresAt: iso(1_000) }, 'the subscription, with the end of the overlap');
+      t.strictSame(await store.listSubscriptions(), [rotated], 'listed so');
+      await seed(t, store, [{ id: 1n, name: 'one' }]);
+      const [during] = await claimAll(store);
+      t.match(during, { secret: 'whsec_bmV3', previousSecret: old }, 'during the overlap: both secrets');
+      const [after] = await claimAll(store, later(LEASE_MS + 1_000));
+      t.equal(after!.secret, 'whsec_bmV3', 'after it: the new secret');
+      t.notOk('previousSecret' in after!, 'alone');
+      await store.rotateSubscriptionSecret(subscription.id, 'whsec_bmV3lcg==', later(LEASE_MS * 10));
+      const [again] = await claimAll(store, later(2 * LEASE_MS + 2_000));
+      t.match(again, { secret: 'whsec_bmV3lcg==', previousSecret: 'whsec_bmV3' }, 'rotating again: the one it replaced signs alongside, the oldest no more');
+      t.equal(await store.rotateSubscriptionSecret(987654321n, 'whsec_AAAA', NOW), undefined, 'an unknown subscription: undefined');
+
+      await store.recordAttempt({ id: again!.id, at: iso(1), result: 'failed', responseStatus: 410, error: '410', disableSubscription: 'the receiver answered 410 Gone' });
+      t.match((await store.listSubscriptions())[0], { disabledReason: 'the receiver answered 410 Gone' }, 'disabled');
+      const enabled = await store.enableSubscription(subscription.id);
+      t.notOk(enabled?.disabledAt ?? enabled?.disabledReason, 'enabled: no disabledAt nor disabledReason');
+      t.strictSame(await store.listSubscriptions(), [enabled], 'listed enabled');
+      t.strictSame(await claimAll(store, later(100 * LEASE_MS)), [], 'the failed delivery stays failed');
+      await seed(t, store, [{ id: 2n, name: 'two' }]);
+      t.equal((await claimAll(store, later(100 * LEASE_MS))).length, 1, 'a later event is delivered');
+      t.equal(await store.enableSubscription(987654321n), undefined, 'an unknown subscription: undefined');
+    });
+
     t.test('recordAttempt delivered: delivered, never leased again', async (t) => {
       const store = await open(t);
       const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));

@@ -55,6 +55,16 @@ async function upgraded(t: Test, store: PlantStore, versions: () => Promise<numb
   const later = new Date('2030-01-01T00:03:00.000Z');
   t.equal(await store.pruneDeliveries(later, later), 10, 'rows attempted before and since are pruned alike');
   t.equal(await store.countPendingDeliveries(), 1, 'the new delivery is kept');
+
+  // The columns of migration 6: a stored subscription rotates its secret, a stored disabled one is enabled again.
+  const rotated = await store.rotateSubscriptionSecret(1n, 'whsec_bmV3', new Date('2030-01-02T00:00:00.000Z'));
+  t.match(rotated, { id: 1n, previousSecretExpiresAt: '2030-01-02T00:00:00.000Z' }, 'a stored subscription rotates its secret');
+  t.notOk((await store.enableSubscription(2n))?.disabledAt, 'a stored disabled subscription is enabled again');
+  t.equal((await store.createPlant({ id: 5n, name: 'Fern' })).outcome, 'created');
+  const signed = await store.claimDueDeliveries(new Date('2030-01-01T00:04:00.000Z'), 60_000, 100);
+  t.same(signed.map((delivery) => delivery.subscriptionId).sort(), [1n, 1n, 2n], 'both subscriptions get the new event');
+  t.ok(signed.filter((delivery) => delivery.subscriptionId === 1n).every((delivery) => delivery.secret === 'whsec_bmV3' && typeof delivery.previousSecret === 'string'),
+    'signed by the new secret and the stored one');
 }
 
 t.test('a SQLite file written before opens and keeps working', async (t) => {

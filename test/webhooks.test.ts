@@ -282,6 +282,8 @@ t.test('every /webhooks operation needs the webhooks:manage scope', async (t) =>
     { method: 'POST', url: '/webhooks', payload: '{"url":"https://example.com/new"}' },
     { method: 'GET', url: '/webhooks' },
     { method: 'GET', url: `/webhooks/${existing.id}/deliveries` },
+    { method: 'POST', url: `/webhooks/${existing.id}/rotate-secret` },
+    { method: 'POST', url: `/webhooks/${existing.id}/enable` },
     { method: 'DELETE', url: `/webhooks/${existing.id}` },
   ] as const;
   for (const operation of operations) {
@@ -293,7 +295,7 @@ t.test('every /webhooks operation needs the webhooks:manage scope', async (t) =>
   }
   t.same((await listWebhooks(t, app)).map((webhook) => webhook.url), ['https://example.com/existing'], 'nothing was created or deleted');
 
-  const expected = [201, 200, 200, 204];
+  const expected = [201, 200, 200, 200, 200, 204];
   for (const [index, operation] of operations.entries()) {
     const headers = { authorization: `Bearer ${manager}`, ...('payload' in operation && JSON_TYPE) };
     t.equal((await api(t, app, { ...operation, headers })).statusCode, expected[index], `${operation.method} ${operation.url} with webhooks:manage`);
@@ -442,6 +444,72 @@ t.test('410 Gone fails the delivery at once and disables the subscription', asyn
   await deliveriesUntil(t, app, other.id, (list) => list.length === 2 && list.every((d) => d.status === 'delivered'), 'the control got both');
   t.equal((await deliveries(t, app, id)).length, 1, 'nothing more was queued for the disabled subscription');
   t.equal(gone.requests.length, 1, 'nor sent to it');
+});
+
+t.test('a disabled subscription is enabled again: later events are delivered, with its id and secret', async (t) => {
+  const once = await receiver(t, [410], 204);
+  const { app } = await build(t, PRIVATE_OK);
+  await app.ready();
+  const { id, secret } = await subscribe(t, app, once.url);
+  await createPlant(t, app, '{"id":1,"name":"Fern"}');
+  await once.nth(1);
+  await onlyDelivery(t, app, id, 'failed');
+  t.match((await listWebhooks(t, app))[0], { id, enabled: false }, 'disabled by the 410');
+
+  const enabled = await api(t, app, { method: 'POST', url: `/webhooks/${id}/enable`, headers: AUTH });
+  t.equal(enabled.statusCode, 200, 'POST /webhooks/{id}/enable: 200');
+  const body = enabled.json() as WebhookBody;
+  t.same(Object.keys(body).sort(), ['createdAt', 'enabled', 'events', 'id', 'url'], 'the subscription, no secret and no disabledReason');
+  t.match(body, { id, url: once.url, enabled: true });
+  t.same(await listWebhooks(t, app), [body], 'listed enabled');
+  t.equal((await api(t, app, { method: 'POST', url: `/webhooks/${id}/enable`, headers: AUTH })).statusCode, 200, 'enabling again changes nothing');
+
+  await createPlant(t, app, '{"id":2,"name":"Ivy"}');
+  const second = await once.nth(2);
+  t.match(second.body, /"name":"Ivy"/, 'the next event is delivered');
+  t.ok(verifies(secret, second.body, second.headers), 'signed with the same secret');
+  const list = await deliveriesUntil(t, app, id, (all) => all.length === 2 && all[0]!.status === 'delivered', 'the new delivery is delivered');
+  t.equal(list[1]!.status, 'failed', 'the delivery that failed stays failed');
+  t.equal(once.requests.length, 2, 'and is not sent again');
+
+  const unknown = await api(t, app, { method: 'POST', url: '/webhooks/987654321/enable', headers: AUTH });
+  t.equal(unknown.statusCode, 404, 'an unknown subscription: 404');
+  t.match(unknown.json(), { error: 404, message: 'There is no webhook subscription with id 987654321.' });
+});
+
+t.test('a rotated secret signs at once, with the previous one signing alongside during the overlap', async (t) => {
+  const hook = await receiver(t);
+  const { app } = await build(t, PRIVATE_OK);
+  await app.ready();
+  const { id, secret: old } = await subscribe(t, app, hook.url);
+  const before = Date.now();
+  const rotated = await api(t, app, { method: 'POST', url: `/webhooks/${id}/rotate-secret`, headers: AUTH });
+  t.equal(rotated.statusCode, 200, 'POST /webhooks/{id}/rotate-secret: 200');
+  const body = rotated.json() as WebhookBody & { secret: string; previousSecretExpiresAt: string };
+  t.match(body, { id, url: hook.url, enabled: true, secret: SECRET });
+  t.not(body.secret, old, 'a new secret');
+  const overlap = Date.parse(body.previousSecretExpiresAt) - before;
+  t.ok(overlap >= 24 * 3_600_000 - 60_000 && overlap <= 24 * 3_600_000 + 60_000, `the previous secret signs for 24 hours (until ${body.previousSecretExpiresAt})`);
+  const [listed] = await listWebhooks(t, app);
+  t.equal(listed!.previousSecretExpiresAt, body.previousSecretExpiresAt, 'the listing shows the end of the overlap');
+  t.notOk('secret' in listed!, 'and no secret');
+
+  await createPlant(t, app, '{"id":1,"name":"Fern"}');
+  const delivery = await hook.nth(1);
+  const signatures = String(delivery.headers['webhook-signature']).split(' ');
+  t.equal(signatures.length, 2, `two signatures: ${delivery.headers['webhook-signature']}`);
+  t.ok(verifies(body.secret, delivery.body, delivery.headers), 'the new secret verifies the delivery');
+  t.ok(verifies(old, delivery.body, delivery.headers), 'and so does the previous one, during the overlap');
+  t.notOk(verifies(`whsec_${randomBytes(32).toString('base64')}`, delivery.body, delivery.headers), 'another secret does not');
+
+  const again = (await api(t, app, { method: 'POST', url: `/webhooks/${id}/rotate-secret`, headers: AUTH })).json() as { secret: string };
+  await createPlant(t, app, '{"id":2,"name":"Ivy"}');
+  const next = await hook.nth(2);
+  t.ok(verifies(again.secret, next.body, next.headers) && verifies(body.secret, next.body, next.headers), 'rotating again: the newest and the one it replaced sign');
+  t.notOk(verifies(old, next.body, next.headers), 'the oldest no longer does');
+
+  const unknown = await api(t, app, { method: 'POST', url: '/webhooks/987654321/rotate-secret', headers: AUTH });
+  t.equal(unknown.statusCode, 404, 'an unknown subscription: 404');
 });
 
 t.test('a redirect is not followed: the attempt fails and is retried', async (t) => {

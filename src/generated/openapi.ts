@@ -147,6 +147,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description Gives the subscription a new signing secret, shown only in this answer. For an overlap of
+         *     24 hours (until `previousSecretExpiresAt`) every delivery carries two signatures in
+         *     `webhook-signature`, separated by a space as Standard Webhooks allows: one by the new
+         *     secret and one by the previous, so a receiver may switch to the new secret any time within
+         *     it. Rotating again during an overlap ends the older secret at once: only the one being
+         *     replaced keeps signing.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-enable a disabled subscription
+         * @description Enables a subscription that was disabled (its receiver answered 410 Gone), keeping its id,
+         *     secret and delivery history: events from now on are delivered again. Deliveries that
+         *     failed while it was disabled stay failed and are not sent. Enabling an enabled
+         *     subscription changes nothing.
+         */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -354,9 +414,14 @@ export interface components {
             events: components["schemas"]["WebhookEvent"][];
             /** Format: date-time */
             createdAt: string;
-            /** @description False once the receiver answered 410 Gone */
+            /** @description False once the receiver answered 410 Gone, until re-enabled (`POST /webhooks/{webhookId}/enable`) */
             enabled: boolean;
             disabledReason?: string;
+            /**
+             * Format: date-time
+             * @description After a rotation, until when the previous secret still signs deliveries alongside the current one
+             */
+            previousSecretExpiresAt?: string;
         };
         WebhookWithSecret: components["schemas"]["Webhook"] & {
             /** @description The signing secret (`whsec_…`), shown only in this answer */
@@ -722,7 +787,11 @@ export interface components {
         WebhookIdHeader: string;
         /** @description Unix seconds when this attempt was signed */
         WebhookTimestampHeader: string;
-        /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret;
+         *     during the overlap after a secret rotation, two such signatures separated by a space (the new
+         *     secret's first), either of which verifies the delivery
+         */
         WebhookSignatureHeader: string;
         /** @description The event type, e.g. `plant.created` */
         WebhookEventHeader: string;
@@ -1252,6 +1321,110 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, with its new signing secret and when the previous one stops signing */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://example.com/hooks/plants",
+                     *       "events": [
+                     *         "plant.created"
+                     *       ],
+                     *       "createdAt": "2026-01-01T12:00:00.000Z",
+                     *       "enabled": true,
+                     *       "previousSecretExpiresAt": "2026-01-03T09:30:00.000Z",
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription's id
+                 * @example 1
+                 */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, enabled */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://example.com/hooks/plants",
+                     *       "events": [
+                     *         "plant.created"
+                     *       ],
+                     *       "createdAt": "2026-01-01T12:00:00.000Z",
+                     *       "enabled": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -1414,7 +1587,11 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookIdHeader"];
                 /** @description Unix seconds when this attempt was signed */
                 "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
-                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret;
+                 *     during the overlap after a secret rotation, two such signatures separated by a space (the new
+                 *     secret's first), either of which verifies the delivery
+                 */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
                 /** @description The event type, e.g. `plant.created` */
                 "webhook-event": components["parameters"]["WebhookEventHeader"];
@@ -1459,7 +1636,11 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookIdHeader"];
                 /** @description Unix seconds when this attempt was signed */
                 "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
-                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret;
+                 *     during the overlap after a secret rotation, two such signatures separated by a space (the new
+                 *     secret's first), either of which verifies the delivery
+                 */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
                 /** @description The event type, e.g. `plant.created` */
                 "webhook-event": components["parameters"]["WebhookEventHeader"];
@@ -1504,7 +1685,11 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookIdHeader"];
                 /** @description Unix seconds when this attempt was signed */
                 "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
-                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret */
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` with the secret;
+                 *     during the overlap after a secret rotation, two such signatures separated by a space (the new
+                 *     secret's first), either of which verifies the delivery
+                 */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
                 /** @description The event type, e.g. `plant.created` */
                 "webhook-event": components["parameters"]["WebhookEventHeader"];

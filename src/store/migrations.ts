@@ -101,4 +101,12 @@ export const migrations: readonly Migration[] = [
     name: 'the traceparent of the change behind each webhook delivery',
     sql: 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
   },
+  {
+    version: 6,
+    name: 'the previous webhook secret, signing alongside the new one until the overlap ends',
+    sql: `
+      ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT;
+      ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until {time};
+    `,
+  },
 ];

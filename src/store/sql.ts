@@ -81,11 +81,26 @@ export function* migrate(dialect: Dialect): Steps<void> {
 const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 // Records' names come as aliases (quoted: both databases keep their case), read by `record`.
 const TOKEN = 'id, name, hint, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"';
-const SUBSCRIPTION = 'id, url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason"';
+const SUBSCRIPTION = `id, url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason",
+  previous_secret_until AS "previousSecretExpiresAt"`;
 const DELIVERY = `message_id AS "messageId", event, status, attempts, created_at AS "createdAt", last_attempt_at AS "lastAttemptAt",
   last_response_status AS "lastResponseStatus", last_error AS "lastError", CASE WHEN status = 'pending' THEN next_attempt_at END AS "nextAttemptAt"`;
 const CLAIMED = 'id, message_id AS "messageId", event, payload, attempts, subscription_id AS "subscriptionId", traceparent, next_attempt_at AS due';
 const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
+/**
+ * The due deliveries a claim may take: each subscription's in its due order, up to `perSubscription` less those it already
+ * has leased (in flight here or on another instance), taken round-robin (every subscription's first, then every second…)
+ * so that one subscription's backlog never fills a claim. Parameters: now, now, now, perSubscription, limit.
+ */
+const CANDIDATES = `SELECT d.id FROM (
+    SELECT id, subscription_id, next_attempt_at, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at, id) AS place
+    FROM webhook_deliveries WHERE ${DUE}) d
+  LEFT JOIN (SELECT subscription_id, count(*) AS leased FROM webhook_deliveries WHERE status = 'pending' AND claimed_until > ?
+    GROUP BY subscription_id) l ON l.subscription_id = d.subscription_id
+  WHERE d.place + coalesce(l.leased, 0) <= CAST(? AS INTEGER) ORDER BY d.place, d.next_attempt_at, d.id LIMIT CAST(? AS INTEGER)`;
+// Where a claimed delivery goes and what signs it: the previous secret too while its overlap lasts (parameters: now, id).
+const TARGET = `SELECT url, secret, CASE WHEN previous_secret_until > ? THEN previous_secret END AS "previousSecret"
+  FROM webhook_subscriptions WHERE id = ?`;
 const PLANTS = 'SELECT id, name, tag FROM plants WHERE ';
 const PLANT_BY_ID = `${PLANTS}id = ?`;
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
@@ -330,6 +345,20 @@ export class SqlStore implements PlantStore {
     return (await this.#driver.read(() => only<Row[]>(all(`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions ORDER BY id`)))).map(toSubscription);
   }
 
+  async rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined> {
+    const refused = unstorableText({ secret });
+    if (refused) throw refused;
+    const rotate = `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = ?, secret = ? WHERE id = ? RETURNING ${SUBSCRIPTION}`;
+    const [row] = await this.#driver.write(() => only<Row[]>(all(rotate, previousUntil.toISOString(), secret, id)), 'statement');
+    return row && toSubscription(row);
+  }
+
+  async enableSubscription(id: bigint): Promise<Subscription | undefined> {
+    const enable = `UPDATE webhook_subscriptions SET disabled_at = NULL, disabled_reason = NULL WHERE id = ? RETURNING ${SUBSCRIPTION}`;
+    const [row] = await this.#driver.write(() => only<Row[]>(all(enable, id)), 'statement');
+    return row && toSubscription(row);
+  }
+
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#driver.write(function* () {
       yield run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);
@@ -345,25 +374,27 @@ export class SqlStore implements PlantStore {
     return rows?.map((row) => record<Delivery>(row));
   }
 
-  async claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
-    // A plain read first: an idle dispatcher's polls must not cost a write transaction each.
-    if ((await this.#driver.read(() => only<Row[]>(all(`SELECT 1 AS due FROM webhook_deliveries WHERE ${DUE} LIMIT 1`, at, at)))).length === 0) return [];
+    const candidates = [at, at, at, perSubscription, limit];
+    // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
+    if ((await this.#driver.read(() => only<Row[]>(all(CANDIDATES, ...candidates)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
     const { skipLocked } = this.#driver.spelling;
     return this.#driver.write(function* () {
+      // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and DUE are taken again on each.
       const claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
-        SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT CAST(? AS INTEGER)${skipLocked}) RETURNING ${CLAIMED}`;
-      const rows = ((yield all(claim, until, at, at, limit)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
-      const targets = new Map<bigint, { url: string; secret: string } | undefined>();
+        SELECT id FROM webhook_deliveries WHERE id IN (${CANDIDATES}) AND ${DUE}${skipLocked}) RETURNING ${CLAIMED}`;
+      const rows = ((yield all(claim, until, ...candidates, at, at)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
+      const targets = new Map<bigint, Row | undefined>();
       for (const { subscriptionId: id } of rows) {
-        if (!targets.has(id)) targets.set(id, ((yield all('SELECT url, secret FROM webhook_subscriptions WHERE id = ?', id)) as { url: string; secret: string }[])[0]);
+        if (!targets.has(id)) targets.set(id, ((yield all(TARGET, at, id)) as Row[])[0]);
       }
       // In due order; a delivery whose subscription was deleted meanwhile went with it.
       rows.sort((a, b) => (a.due !== b.due ? (a.due < b.due ? -1 : 1) : a.id < b.id ? -1 : 1));
       return rows.flatMap(({ due, ...delivery }) => {
         const target = targets.get(delivery.subscriptionId);
-        return target ? [{ ...delivery, ...target }] : [];
+        return target ? [{ ...delivery, ...record<{ url: string; secret: string; previousSecret?: string }>(target) }] : [];
       });
     }, 'statement');
   }

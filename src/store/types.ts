@@ -114,6 +114,8 @@ export interface Subscription {
   createdAt: string;
   disabledAt?: string;
   disabledReason?: string;
+  /** After a rotation: until when the previous secret signs alongside the current one. */
+  previousSecretExpiresAt?: string;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
@@ -140,6 +142,8 @@ export interface ClaimedDelivery {
   attempts: number;
   url: string;
   secret: string;
+  /** The secret a rotation replaced, while its overlap lasts: deliveries are signed by both. */
+  previousSecret?: string;
   subscriptionId: bigint;
   /** The W3C traceparent of the request that changed the plant, when it was traced. */
   traceparent?: string;
@@ -179,15 +183,23 @@ export interface PlantStore {
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
   createSubscription(subscription: NewSubscription): Promise<Subscription>;
   listSubscriptions(): Promise<Subscription[]>;
+  /**
+   * Makes `secret` the signing secret; the one it replaces keeps signing until `previousUntil` (an older previous one
+   * stops at once). Undefined when the subscription does not exist.
+   */
+  rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined>;
+  /** Enables the subscription again (events from now on are delivered); undefined when it does not exist. */
+  enableSubscription(id: bigint): Promise<Subscription | undefined>;
   /** Removes the subscription and its deliveries; false when there was none. */
   deleteSubscription(id: bigint): Promise<boolean>;
   /** Newest first; undefined when the subscription does not exist. */
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
   /**
    * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`.
-   * Instances sharing a database never lease the same delivery at once.
+   * Instances sharing a database never lease the same delivery at once. A subscription gets at most `perSubscription`
+   * leased at once (counting those it holds already), and a claim takes every subscription's first due delivery before any second.
    */
-  claimDueDeliveries(now: Date, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
+  claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number): Promise<ClaimedDelivery[]>;
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
   /** Deliveries waiting to be sent or retried. */
   countPendingDeliveries(): Promise<number>;

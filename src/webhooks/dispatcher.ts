@@ -1,6 +1,7 @@
-// Sends what the outbox holds. Each pass leases due deliveries (instances sharing a database
-// never lease the same one), POSTs each with Standard Webhooks headers signed by the
-// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
+// Sends what the outbox holds. It leases due deliveries as sending slots free up (instances sharing
+// a database never lease the same one; each subscription holds at most a few leases at once, so a
+// receiver that hangs or is slow delays only its own deliveries), POSTs each with Standard
+// Webhooks headers signed by the `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
 // subscription disabled; anything else (another status, a redirect, a timeout, a refused
 // target) retried after the next delay of the schedule, with jitter, until it runs out.
 // At-least-once: a crash between sending and recording means one more send after the lease.
@@ -38,7 +39,10 @@ export interface DispatcherOptions {
   /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
   traceAttempt?: TraceAttempt;
   pollMs?: number;
+  /** Deliveries in flight at once on this instance. */
   batchSize?: number;
+  /** Deliveries of one subscription leased at once, on every instance together (one receiver's share). */
+  perSubscription?: number;
   now?: () => number;
   random?: () => number;
 }
@@ -56,6 +60,8 @@ export class WebhookDispatcher {
   #client: Promise<{ request: typeof request; agent: Agent }> | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
+  /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
+  readonly #inFlight = new Set<Promise<void>>();
   #wakeUp: (() => void) | undefined;
   #woken = false;
   #lastPrune = 0;
@@ -63,7 +69,7 @@ export class WebhookDispatcher {
   #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, batchSize: 32, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
+    this.#options = { pollMs: 500, batchSize: 32, perSubscription: 4, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
   }
 
   start(): void {
@@ -87,28 +93,42 @@ export class WebhookDispatcher {
     while (!this.#stopped) {
       let claimed = 0;
       try {
-        claimed = await this.#pass();
+        claimed = await this.#claim();
       } catch (error) {
         this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
       }
-      if (claimed < this.#options.batchSize) await this.#idle();
+      // Nothing to take, or no free slot: wait for a poll, a local write or a finished attempt.
+      if (claimed === 0 || this.#inFlight.size >= this.#options.batchSize) await this.#idle();
     }
+    await Promise.all(this.#inFlight);
   }
 
-  async #pass(): Promise<number> {
-    const { store, timeoutMs, batchSize, now } = this.#options;
-    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, batchSize);
-    await Promise.all(
-      due.map(async (delivery) => {
-        const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
-        const outcome = this.#outcome(delivery, attempt);
-        if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
-        this.#options.onAttempt(outcome.result);
-        await store.recordAttempt(outcome);
-      }),
-    );
+  /** Leases what fits in the free slots and starts sending each without waiting for any. */
+  async #claim(): Promise<number> {
+    const { store, timeoutMs, batchSize, perSubscription, now } = this.#options;
+    const free = batchSize - this.#inFlight.size;
+    if (free <= 0) return 0;
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, perSubscription);
+    for (const delivery of due) {
+      const attempt = this.#deliver(delivery).catch((error: unknown) => {
+        // The lease runs out and the delivery is sent again, under the same webhook-id.
+        this.#options.log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
+      }).finally(() => {
+        this.#inFlight.delete(attempt);
+        this.wake();
+      });
+      this.#inFlight.add(attempt);
+    }
     await this.#pruneNowAndThen();
     return due.length;
+  }
+
+  async #deliver(delivery: ClaimedDelivery): Promise<void> {
+    const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
+    const outcome = this.#outcome(delivery, attempt);
+    if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
+    this.#options.onAttempt(outcome.result);
+    await this.#options.store.recordAttempt(outcome);
   }
 
   async #send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
@@ -128,7 +148,7 @@ export class WebhookDispatcher {
           'user-agent': 'plant-store-webhooks/1.0',
           'webhook-id': delivery.messageId,
           'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
-          'webhook-signature': new Webhook(delivery.secret).sign(delivery.messageId, signedAt, delivery.payload),
+          'webhook-signature': signatures(delivery, signedAt),
           'webhook-event': delivery.event,
           ...traceHeaders,
         },
@@ -209,6 +229,12 @@ export class WebhookDispatcher {
       };
     });
   }
+}
+
+/** Standard Webhooks signatures, space-separated: the current secret's, then the previous one's during a rotation's overlap. */
+function signatures(delivery: ClaimedDelivery, signedAt: Date): string {
+  const secrets = delivery.previousSecret === undefined ? [delivery.secret] : [delivery.secret, delivery.previousSecret];
+  return secrets.map((secret) => new Webhook(secret).sign(delivery.messageId, signedAt, delivery.payload)).join(' ');
 }
 
 // Tracing off: the trace of the change, if one was recorded, still reaches the receiver.

@@ -13,10 +13,14 @@ export interface WebhookHandlers {
   createWebhook: OperationHandler<'createWebhook'>;
   listWebhooks: OperationHandler<'listWebhooks'>;
   deleteWebhook: OperationHandler<'deleteWebhook'>;
+  rotateWebhookSecret: OperationHandler<'rotateWebhookSecret'>;
+  enableWebhook: OperationHandler<'enableWebhook'>;
   listWebhookDeliveries: OperationHandler<'listWebhookDeliveries'>;
 }
 
 const DEFAULT_DELIVERIES = 100;
+/** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
+export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNetworks: boolean }): WebhookHandlers {
   const { store } = deps;
@@ -40,6 +44,19 @@ export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNet
       return reply.code(204).send();
     },
 
+    async rotateWebhookSecret(request) {
+      const secret = generateSecret();
+      const subscription = await store.rotateSubscriptionSecret(request.params.webhookId, secret, new Date(Date.now() + SECRET_OVERLAP_MS));
+      if (!subscription) throw notFound(request.params.webhookId);
+      return { ...toWebhook(subscription), secret }; // the only time the new secret is shown
+    },
+
+    async enableWebhook(request) {
+      const subscription = await store.enableSubscription(request.params.webhookId);
+      if (!subscription) throw notFound(request.params.webhookId);
+      return toWebhook(subscription);
+    },
+
     async listWebhookDeliveries(request) {
       const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_DELIVERIES);
       if (!deliveries) throw notFound(request.params.webhookId);
@@ -61,7 +78,13 @@ function toWebhook(subscription: Subscription): WebhookBody {
     createdAt: subscription.createdAt,
     enabled: subscription.disabledAt === undefined,
     ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
+    ...(overlapping(subscription.previousSecretExpiresAt) && { previousSecretExpiresAt: subscription.previousSecretExpiresAt }),
   };
+}
+
+/** Whether a rotation's overlap is still under way (an ended one is not shown). */
+function overlapping(until: string | undefined): until is string {
+  return until !== undefined && Date.parse(until) > Date.now();
 }
 
 function toDeliveryBody(delivery: Delivery): DeliveryBody {
