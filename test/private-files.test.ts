@@ -3,7 +3,7 @@
 // the service's user can write, never in one another user created. Real processes on real files;
 // each process starts under the umask the test names (through sh), as an operator's shell would.
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -134,4 +134,43 @@ t.test('a compile cache directory another user created is never used', { skip: i
     'nothing read from or written into the directories nobody created',
   );
   t.match(server.stderr(), /compile cache off: .*xdg\/plant-store belongs to uid 65534/, 'a warning says why the cache is off');
+});
+
+/** What Node reports as its compile cache directory after entry.js's choice, in a fresh process with `env`. */
+async function cacheChoice(t: Test, env: Record<string, string>): Promise<{ used: string | null; refused?: string }> {
+  const script = `
+    import module from 'node:module';
+    import { privateCacheDir } from './src/compile-cache.js';
+    const cache = privateCacheDir();
+    if (cache.dir) module.enableCompileCache(cache.dir);
+    console.log(JSON.stringify({ used: module.getCompileCacheDir() ?? null, refused: cache.refused }));
+  `;
+  const run = await runToEnd(t, underUmask('000', ['--input-type=module', '-e', script]), env);
+  return JSON.parse(run.stdout) as { used: string | null; refused?: string };
+}
+
+t.test('the compile cache directory is refused when it is a symbolic link or others can write it; without a home it goes to a 0700 temp directory', async (t) => {
+  const base = scratch(t);
+  const tmp = join(base, 'tmp');
+  mkdirSync(tmp, { mode: 0o1777 });
+  const env = (xdg: string) => ({ XDG_CACHE_HOME: join(base, xdg), TMPDIR: tmp });
+
+  const fresh = await cacheChoice(t, env('fresh'));
+  t.match(fresh.used, `${join(base, 'fresh', 'plant-store')}/`, "Node's cache is under $XDG_CACHE_HOME/plant-store");
+
+  mkdirSync(join(base, 'linked'));
+  mkdirSync(join(base, 'elsewhere'), { mode: 0o700 });
+  symlinkSync(join(base, 'elsewhere'), join(base, 'linked', 'plant-store'));
+  t.same(await cacheChoice(t, env('linked')), { used: null, refused: `${join(base, 'linked', 'plant-store')} is not a directory` }, 'a symbolic link: no cache');
+
+  mkdirSync(join(base, 'open', 'plant-store'), { recursive: true });
+  chmodSync(join(base, 'open', 'plant-store'), 0o777);
+  t.same(await cacheChoice(t, env('open')), { used: null, refused: `${join(base, 'open', 'plant-store')} can be written by others (mode 777)` }, 'writable by others: no cache');
+
+  // A home where nothing can be created (a file: even root cannot make directories under it).
+  writeFileSync(join(base, 'no-home'), '');
+  const homeless = await cacheChoice(t, { XDG_CACHE_HOME: '', HOME: join(base, 'no-home'), TMPDIR: tmp });
+  const fallback = join(tmp, `plant-store-compile-cache-${process.getuid!()}`);
+  t.match(homeless.used, `${fallback}/`, 'no home to write: the temp directory, in a directory of this uid');
+  t.equal(mode(fallback), '700');
 });
