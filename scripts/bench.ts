@@ -111,7 +111,9 @@ const BASELINES = ['node:http', 'fastify route'];
 const TARGETS: Record<string, number> = { 'get by id': 1.4, 'list page of 100': 1.1, 'create (unique ids)': 1.3, 'unauthenticated (401)': 1.2 };
 // And with Node's compile cache on, which the service's entry.js turns on: without it each start of
 // the TypeScript bench-targets.ts would load Node's type stripper, which no start of the service does.
-const REFERENCE_ENV = { NODE_COMPILE_CACHE: join(tmpdir(), 'node-compile-cache') };
+// In the run's own directory (mkdtemp: 0700, this user's), never a shared one another user could fill.
+const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
+const REFERENCE_ENV = { NODE_COMPILE_CACHE: join(dir, 'compile-cache') };
 const WARM_UP_SECONDS = 1;
 const STEAL_WARNING_PERCENT = 2;
 const LARGE_STORE = integerSetting('BENCH_LARGE_STORE', 1_000_000, 0);
@@ -186,7 +188,6 @@ const BEFORE_DATABASE_URL = process.env.BENCH_BEFORE_DATABASE_URL;
 const BEFORE_POSTGRES_NAME = 'service, postgres (before)';
 const rows: Row[] = [];
 const notes: string[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 const targets: Target[] = [
   { name: 'node:http', args: referenceArgs('node'), env: REFERENCE_ENV, baseline: true },
   { name: 'fastify route', args: referenceArgs('fastify'), env: REFERENCE_ENV, baseline: true },

@@ -1,7 +1,8 @@
 // The container image as an operator runs it: `npm run image` builds it offline (a base from scratch
 // with the repository's Node 24), podman runs it with a published port and a named volume of the
 // test's own: 9007199254740993 is created and read back digit for digit, Node is PID 1 as a non-root
-// user, the data lands in the volume, and SIGTERM stops it with exit code 0.
+// user, the data lands in the volume (0700, the file 0600), the compile cache in a 0700 directory of
+// that user, and SIGTERM stops it with exit code 0.
 // No podman: installed from Debian (if that fails: a visible skip, a failure with CI=true). A kernel
 // where podman runs no container at all (a trivial one from scratch fails): a visible skip, CI too;
 // an image that cannot be built or run where that trivial one runs is a failure.
@@ -80,6 +81,9 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   t.same(/^Uid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/), Array(4).fill(String(IMAGE_USER)), `the server runs as uid ${IMAGE_USER}, not root`);
   t.equal(/^NSpid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/).at(-1), '1', 'node is PID 1 in the container: no shell or npm in between');
+  // This image's passwd gives uid 1000 no home, so the compile cache goes to /tmp, in a directory of its own.
+  const cache = statSync(`/proc/${pid}/root/tmp/plant-store-compile-cache-${IMAGE_USER}`, { throwIfNoEntry: false });
+  t.same(cache && [cache.uid, (cache.mode & 0o777).toString(8)], [IMAGE_USER, '700'], "the compile cache directory is the service user's, 0700");
 
   t.equal((await run('podman', ['kill', '--signal', 'TERM', NAME])).code, 0, 'SIGTERM sent');
   const exit = await container.exited;
@@ -90,6 +94,7 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   const mountpoint = (await run('podman', ['volume', 'inspect', '--format', '{{.Mountpoint}}', VOLUME])).stdout.trim();
   const file = join(mountpoint, 'plants.db');
   t.equal(statSync(file).uid, IMAGE_USER, 'the SQLite file in the volume belongs to the service user');
+  t.same([mountpoint, file].map((path) => (statSync(path).mode & 0o777).toString(8)), ['700', '600'], 'the volume 0700, the SQLite file 0600');
   const database = new DatabaseSync(file, { readOnly: true });
   t.teardown(() => database.close());
   const select = database.prepare('SELECT id, name FROM plants');

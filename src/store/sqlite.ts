@@ -9,9 +9,8 @@
 // finds the lock taken waits on timers (reads meanwhile go on: WAL readers need no lock), up to
 // LOCK_WAIT_MS per write, then fails as StoreUnavailableError (503). A full disk (or any I/O error) fails
 // the batch as StoreUnavailableError too, and ping() rejects until a write succeeds again.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { preparePrivateFiles } from './sqlite-files.ts';
 import { migrate, only, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 
@@ -70,7 +69,7 @@ class SqliteDriver implements Driver {
 
   constructor(path: string, options: SqliteOptions) {
     this.#options = options;
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') for (const line of preparePrivateFiles(path)) process.emitWarning(line);
     this.#db = new DatabaseSync(path);
     // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
     this.#db.exec(`PRAGMA busy_timeout = ${BOOT_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
