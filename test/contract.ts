@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import type { Test } from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
 import { exactIntegerKeyword, withExactIntegers } from '../src/contract/integers.ts';
@@ -109,4 +110,13 @@ function resolveResponse(response: Json, pointer: string): [Json, string] {
 // A JSON pointer segment inside a URI fragment: ~ and / escaped, then percent-encoded ({id}).
 function escape(segment: string): string {
   return encodeURIComponent(segment.replaceAll('~', '~0').replaceAll('/', '~1'));
+}
+
+/** Asserts an Error body: the status, JSON, exactly `error` and `message`, and `error` equal to the status. */
+export function isErrorBody(t: Test, response: { statusCode: number; headers: Record<string, string | undefined>; body: string } | undefined, status: number, label: string): void {
+  t.equal(response?.statusCode, status, `${label}: ${status}`);
+  t.match(response?.headers['content-type'], /^application\/json/, `${label}: JSON`);
+  const body = JSON.parse(response?.body || 'null') as Record<string, unknown> | null;
+  t.same(Object.keys(body ?? {}).sort(), ['error', 'message'], `${label}: exactly error and message`);
+  t.equal(body?.error, status, `${label}: error is the status`);
 }

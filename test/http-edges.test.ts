@@ -5,9 +5,9 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
-import { contractProblems } from './contract.ts';
+import { contractProblems, isErrorBody } from './contract.ts';
 import { AUTH, build } from './helper.ts';
-import { rawExchange, rawResponses, type RawResponse } from './harness/raw-http.ts';
+import { rawExchange, rawResponses } from './harness/raw-http.ts';
 
 async function listening(t: Test) {
   const built = await build(t);
@@ -15,13 +15,6 @@ async function listening(t: Test) {
   return { ...built, port: (built.app.server.address() as AddressInfo).port };
 }
 
-function isErrorBody(t: Test, response: RawResponse | undefined, status: number, label: string): void {
-  t.equal(response?.statusCode, status, `${label}: ${status}`);
-  t.match(response?.headers['content-type'], /^application\/json/, `${label}: JSON`);
-  const body = JSON.parse(response?.body || 'null') as Record<string, unknown> | null;
-  t.same(Object.keys(body ?? {}).sort(), ['error', 'message'], `${label}: exactly error and message`);
-  t.equal(body?.error, status, `${label}: error is the status`);
-}
 
 const post = (body: string, extra = ''): string =>
   `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;

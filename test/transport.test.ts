@@ -3,7 +3,7 @@
 // that openapi.yaml documents, and no request is left unanswered.
 import { connect, type AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
-import { contractProblems } from './contract.ts';
+import { contractProblems, isErrorBody } from './contract.ts';
 import { AUTH, build, createPlant } from './helper.ts';
 import { rawExchange, rawResponses, type RawResponse } from './harness/raw-http.ts';
 
@@ -30,13 +30,6 @@ function pipelined(port: number, requests: string, count: number): Promise<RawRe
   });
 }
 
-function isErrorBody(t: Test, response: RawResponse | undefined, status: number, label: string): void {
-  t.equal(response?.statusCode, status, `${label}: ${status}`);
-  t.match(response?.headers['content-type'], /^application\/json/, `${label}: JSON`);
-  const body = JSON.parse(response?.body || 'null') as Record<string, unknown> | null;
-  t.same(Object.keys(body ?? {}).sort(), ['error', 'message'], `${label}: exactly error and message`);
-  t.equal(body?.error, status, `${label}: error is the status`);
-}
 
 t.test('requests pipelined after a 404 are all answered, in order', async (t) => {
   const { app, port } = await listening(t);

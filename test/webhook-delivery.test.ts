@@ -4,12 +4,13 @@
 // answers 503 is retried, across a restart, with the same webhook-id until it answers 200.
 import t, { type Test } from 'tap';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
+import { freePort } from './harness/ports.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'webhook-delivery-token-0123456789';
@@ -98,14 +99,6 @@ function flatHeaders(raw: IncomingHttpHeaders): Record<string, string> {
   );
 }
 
-/** A loopback port nothing listens on (bound, noted and released). */
-async function unusedPort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function subscribe(t: Test, server: RunningServer, url: string): Promise<{ id: number; secret: string }> {
   const response = await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url }) });
@@ -181,7 +174,7 @@ function expireLeftLease(t: Test, dbPath: string): void {
 
 t.test('durability on SQLite: a change acknowledged before a SIGKILL is delivered after the restart', async (t) => {
   const dir = t.testdir();
-  const port = await unusedPort();
+  const port = await freePort();
   const first = await startServer(t, webhookEnv(dir));
   const { id, secret } = await subscribe(t, first, `http://127.0.0.1:${port}/hooks/plants`);
 

@@ -3,7 +3,8 @@
 // hanging one still holds its first requests open (the sender's WEBHOOK_TIMEOUT has not ended them).
 import t, { type Test } from 'tap';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { freePort } from './harness/ports.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 
 const TOKEN = 'webhook-isolation-token-0123456789';
@@ -57,14 +58,6 @@ async function startReceiver(t: Test, hang: boolean): Promise<Receiver> {
   };
 }
 
-/** A loopback port nothing listens on (bound, noted and released): a receiver that is down. */
-async function unusedPort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function subscribe(t: Test, server: RunningServer, url: string): Promise<void> {
   const response = await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url }) });
@@ -86,7 +79,7 @@ t.test('a receiver that never answers, and one that is down, delay only their ow
   );
   // Subscribed first: their deliveries are the oldest of every event, the first any claim would take.
   await subscribe(t, server, hanging.url);
-  await subscribe(t, server, `http://127.0.0.1:${await unusedPort()}/hooks`);
+  await subscribe(t, server, `http://127.0.0.1:${await freePort()}/hooks`);
   await subscribe(t, server, healthy.url);
 
   for (let id = 1; id <= EVENTS; id++) {
