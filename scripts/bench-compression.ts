@@ -10,19 +10,18 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openStore } from '../src/store/factory.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { integerSetting } from '../test/harness/settings.ts';
+import { fillLargePlants, TOKEN } from '../test/harness/large-plants.ts';
 
 const BURST = integerSetting('BENCH_BURST', 256, 1);
 const METRICS_BURST = integerSetting('BENCH_METRICS_BURST', 1024, 1);
-const TOKEN = 'bench-token-0123456789abcdef';
 const ROOT = resolve(import.meta.dirname, '..');
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-compression-'));
 const dbPath = join(dir, 'plants.db');
-await fill(dbPath);
+await fillLargePlants(dbPath);
 
 interface Figures {
   peakMb: number;
@@ -41,16 +40,6 @@ rmSync(dir, { recursive: true, force: true });
 
 function print(label: string, what: string, f: Figures): void {
   console.log(`${label.padEnd(10)} ${what.padEnd(18)} ${f.peakMb.toFixed(0).padStart(8)} ${f.afterMb.toFixed(0).padStart(9)} ${`${f.answered}`.padStart(9)} ${f.wireMb.toFixed(0).padStart(8)}`);
-}
-
-/** 1,000 plants whose names are 256 characters of three bytes each: a page is about 0.8 MB. */
-async function fill(path: string): Promise<void> {
-  const store = await openStore(`sqlite:${path}`);
-  for (let id = 1; id <= 1000; id++) {
-    const name = Array.from({ length: 256 }, (_, i) => String.fromCharCode(0x4e00 + ((id * 7919 + i * 104729) % 20000))).join('');
-    await store.createPlant({ id: BigInt(id), name, tag: `tag-${id % 50}`.padEnd(64, 'x') });
-  }
-  await store.close();
 }
 
 async function measure(root: string, path: string, encoding: string, burst: number, auth: boolean): Promise<Figures> {

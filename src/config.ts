@@ -77,6 +77,14 @@ export interface LimitsConfig {
   compressions: number;
   /** Open connections; past it the connection idle the longest is closed to admit the new one. */
   connections: number;
+  /** List reads worked on at once; the others wait their turn. 0: no turns. */
+  pageReadsAtOnce: number;
+  /** List reads that may wait for a turn; past it, 503. */
+  pageReadsQueued: number;
+  /** Mean event-loop delay (ms) past which requests get 503; 0: not checked. */
+  maxEventLoopDelayMs: number;
+  /** Heap used, in percent of V8's heap limit, past which requests get 503; 0: not checked. */
+  maxHeapUsedPercent: number;
 }
 
 export interface WebhookConfig {
@@ -115,6 +123,10 @@ interface RawEnv {
   REDIS_TIMEOUT: string;
   COMPRESSION_CONCURRENCY: number;
   MAX_CONNECTIONS: number;
+  PAGE_READS_AT_ONCE: number;
+  PAGE_READS_QUEUED: number;
+  MAX_EVENT_LOOP_DELAY: string;
+  MAX_HEAP_USED_PERCENT: number;
   OTEL_SDK_DISABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
@@ -161,6 +173,10 @@ const schema = {
     REDIS_TIMEOUT: { type: 'string', default: '100ms' },
     COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
     MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000 },
+    PAGE_READS_AT_ONCE: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
+    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, default: 64 },
+    MAX_EVENT_LOOP_DELAY: { type: 'string', default: '500ms' },
+    MAX_HEAP_USED_PERCENT: { type: 'integer', minimum: 0, maximum: 100, default: 90 },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false },
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
@@ -228,6 +244,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits: {
       compressions: raw.COMPRESSION_CONCURRENCY,
       connections: raw.MAX_CONNECTIONS,
+      pageReadsAtOnce: raw.PAGE_READS_AT_ONCE,
+      pageReadsQueued: raw.PAGE_READS_QUEUED,
+      maxEventLoopDelayMs: durations('MAX_EVENT_LOOP_DELAY', [raw.MAX_EVENT_LOOP_DELAY])[0]!,
+      maxHeapUsedPercent: raw.MAX_HEAP_USED_PERCENT,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),

@@ -32,7 +32,7 @@ t.test('defaults when nothing is set', async (t) => {
       retentionMs: 3_600_000,
     },
     timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownDelayMs: 5_000, shutdownMs: 10_000, redisMs: 100 },
-    limits: { compressions: 4, connections: 1000 },
+    limits: { compressions: 4, connections: 1000, pageReadsAtOnce: 4, pageReadsQueued: 64, maxEventLoopDelayMs: 500, maxHeapUsedPercent: 90 },
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
 });
@@ -66,6 +66,10 @@ t.test('each variable is read', async (t) => {
       REDIS_TIMEOUT: '250ms',
       COMPRESSION_CONCURRENCY: '2',
       MAX_CONNECTIONS: '50',
+      PAGE_READS_AT_ONCE: '2',
+      PAGE_READS_QUEUED: '8',
+      MAX_EVENT_LOOP_DELAY: '1s',
+      MAX_HEAP_USED_PERCENT: '80',
     }),
     {
       host: '0.0.0.0',
@@ -84,7 +88,7 @@ t.test('each variable is read', async (t) => {
       docsPersistAuthorization: true,
       webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0 },
       timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownDelayMs: 0, shutdownMs: 30_000, redisMs: 250 },
-      limits: { compressions: 2, connections: 50 },
+      limits: { compressions: 2, connections: 50, pageReadsAtOnce: 2, pageReadsQueued: 8, maxEventLoopDelayMs: 1000, maxHeapUsedPercent: 80 },
     },
   );
   t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');

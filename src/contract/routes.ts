@@ -33,7 +33,8 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
         ({
-          handler: handlerFor(handlers, operationId),
+          // The handler, taking its turn if it reads pages; the route config exempts health from shedding.
+          ...app.shedding(operationId, handlerFor(handlers, operationId)),
           onRequest: securityHooks(app, operationId, security.get(operationId)),
           compress: compressionOf(operationId),
           // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
@@ -45,7 +46,7 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
 }
 
 // After the contract (error handler, validator compiler, JSON parser), security (app.bearerAuth)
-// and transport (the compress route option needs its plugin): routes take what is in force.
+// and transport (the compress route option needs its plugin, app.shedding its turns): routes take what is in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract', 'security', 'transport'] });
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */

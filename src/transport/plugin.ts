@@ -1,22 +1,25 @@
 // How connections are treated: the drain when the service stops (lifecycle.ts), bodies nobody will
 // read, the answers decided below routing (edges.ts), and compression for the routes built with it.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { registerCompression } from './compression.ts';
 import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
 import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
+import { registerPressureChecks, sheddingFor, type SheddingLimits, type ShedRouteOptions } from './load-shedding.ts';
 import { closeOnUnreadBodies } from './unread-body.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     lifecycle: Lifecycle;
+    /** An operation's handler and route config with its load shedding: its turn, or its exemption. */
+    shedding: (operationId: string, handler: RouteOptions['handler']) => ShedRouteOptions;
   }
 }
 
 /** How much the transport admits at once (config.ts's LimitsConfig has this shape). */
-export interface TransportLimits {
+export interface TransportLimits extends SheddingLimits {
   /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
   compressions: number;
   /** Open connections; past it the connection idle the longest is closed to admit the new one. */
@@ -28,7 +31,14 @@ export interface TransportOptions {
 }
 
 /** The limits when none are configured: those of src/config.ts's defaults. */
-export const DEFAULT_LIMITS: TransportLimits = { compressions: 4, connections: 1000 };
+export const DEFAULT_LIMITS: TransportLimits = {
+  compressions: 4,
+  connections: 1000,
+  pageReadsAtOnce: 4,
+  pageReadsQueued: 64,
+  maxEventLoopDelayMs: 500,
+  maxHeapUsedPercent: 90,
+};
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
@@ -37,6 +47,8 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   await registerCompression(app);
   gateCompressedRoutes(app, createCompressionGate(limits.compressions));
   limitConnections(app.server, limits.connections);
+  app.decorate('shedding', sheddingFor(limits));
+  await registerPressureChecks(app, limits);
 }
 
 // After observability and security, whose request hooks run first: the 503 while stopping carries

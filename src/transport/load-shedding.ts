@@ -1,0 +1,122 @@
+// Overload is answered, not queued without end. Two mechanisms:
+// - Page reads take turns (Turns below): a page of 1,000 plants is one block of synchronous work
+//   (the query on SQLite, the JSON always), and 64 of them read in one poll ran back to back while
+//   a /healthz probe waited seconds to be accepted. Past `pageReadsQueued` waiting, 503.
+// - @fastify/under-pressure answers 503 to other requests while the event loop lags or the heap is
+//   nearly full, except the health checks, /metrics and the contract, which must answer most then.
+import { getHeapStatistics } from 'node:v8';
+import underPressure from '@fastify/under-pressure';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { HttpError, refuse } from '../contract/errors.ts';
+import type { OperationId } from '../contract/operations.ts';
+
+export interface SheddingLimits {
+  /** List reads worked on at once; 0: no turns. */
+  pageReadsAtOnce: number;
+  /** List reads waiting for their turn; past it, 503. */
+  pageReadsQueued: number;
+  /** Mean event-loop delay (ms) over a second past which requests get 503; 0: not checked. */
+  maxEventLoopDelayMs: number;
+  /** Heap used, in percent of V8's heap limit, past which requests get 503; 0: not checked. */
+  maxHeapUsedPercent: number;
+}
+
+/** The operations whose answers are pages of up to 1,000 items. */
+const PAGE_READS: ReadonlySet<OperationId> = new Set<OperationId>(['listPlants', 'listWebhooks', 'listWebhookDeliveries']);
+
+/** Answered under pressure too: a probe or a scrape that fails then would make things worse; the contract is cheap. */
+const ALWAYS_ANSWERED: ReadonlySet<OperationId> = new Set<OperationId>(['getHealth', 'getReadiness', 'getMetrics', 'getOpenApiJson', 'getOpenApiYaml']);
+
+const RETRY_AFTER = { 'retry-after': '1' };
+const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
+const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
+
+/**
+ * Page reads in order, at most `atOnce` in progress, and at most one started per turn of the event
+ * loop: between two starts Node reads the other sockets (a health probe among them) and writes the
+ * answers made. Starting a read the moment a turn is free would not do: its synchronous work ends
+ * before the next socket is read, so every read arriving in one poll would run back to back.
+ */
+export class Turns {
+  readonly #atOnce: number;
+  readonly #queueLimit: number;
+  readonly #waiting: (() => void)[] = [];
+  #running = 0;
+  #startScheduled = false;
+
+  constructor(atOnce: number, queueLimit: number) {
+    this.#atOnce = atOnce;
+    this.#queueLimit = queueLimit;
+  }
+
+  /** The work's result, or undefined without running it when the queue is full. */
+  async take<T>(work: () => Promise<T>): Promise<T | undefined> {
+    if (this.#waiting.length >= this.#queueLimit) return undefined;
+    const turn = new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#scheduleStart();
+    await turn;
+    try {
+      return await work();
+    } finally {
+      this.#running--;
+      this.#scheduleStart();
+    }
+  }
+
+  #scheduleStart(): void {
+    if (this.#startScheduled || this.#waiting.length === 0 || this.#running >= this.#atOnce) return;
+    this.#startScheduled = true;
+    setImmediate(this.#startNext);
+  }
+
+  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
+  readonly #startNext = (): void => {
+    this.#startScheduled = false;
+    const next = this.#waiting.shift();
+    if (next === undefined || this.#running >= this.#atOnce) {
+      if (next !== undefined) this.#waiting.unshift(next);
+      return;
+    }
+    this.#running++;
+    next();
+    this.#scheduleStart();
+  };
+}
+
+// under-pressure reads `pressureHandler` from the route config; its types do not declare it there.
+export interface ShedRouteOptions {
+  handler: RouteOptions['handler'];
+  config?: { pressureHandler: () => undefined };
+}
+
+/** What shedding adds to an operation's route: its turn for page reads, its exemption for health. */
+export function sheddingFor(limits: SheddingLimits): (operationId: string, handler: RouteOptions['handler']) => ShedRouteOptions {
+  const turns = limits.pageReadsAtOnce > 0 ? new Turns(limits.pageReadsAtOnce, limits.pageReadsQueued) : undefined;
+  return (operationId, handler) => {
+    if (ALWAYS_ANSWERED.has(operationId as OperationId)) return { handler, config: { pressureHandler: admit } };
+    if (turns === undefined || !PAGE_READS.has(operationId as OperationId)) return { handler };
+    return {
+      handler: async (request, reply) => (await turns.take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL),
+    };
+  };
+}
+
+// under-pressure's documented per-route handler: one that sends nothing lets the request through.
+function admit(): undefined {
+  return undefined;
+}
+
+export async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
+  if (limits.maxEventLoopDelayMs === 0 && limits.maxHeapUsedPercent === 0) return;
+  await app.register(underPressure, {
+    maxEventLoopDelay: limits.maxEventLoopDelayMs,
+    maxHeapUsedBytes: Math.round((getHeapStatistics().heap_size_limit * limits.maxHeapUsedPercent) / 100),
+    pressureHandler: shed,
+  });
+}
+
+// Sent here, as a refusal (logged at info, not as a failure), rather than thrown to the error handler.
+function shed(request: FastifyRequest, reply: FastifyReply): undefined {
+  refuse(request, reply, OVERLOADED);
+  return undefined;
+}
