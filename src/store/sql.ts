@@ -76,9 +76,9 @@ export function* migrate(dialect: Dialect): Steps<void> {
   }
 }
 
-// The plant statements carry each of these fields; a field added to Plant in openapi.yaml fails here until they do.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars -- a compile-time check, never read at run time
-const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
+// The plant statements carry each of these fields; a field added to Plant in openapi.yaml fails here until they do,
+// and the server refuses to start (plant-fields.ts) rather than accept a field these statements would drop.
+export const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 // Records' names come as aliases (quoted: both databases keep their case), read by `record`.
 const TOKEN = 'id, name, hint, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"';
 const SUBSCRIPTION = `id, url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason",
