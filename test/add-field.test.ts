@@ -14,7 +14,7 @@ import { REPO_ROOT } from './harness/paths.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 import { copyRepository } from './harness/scratch.ts';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
-import { docBlock } from './readme-blocks.ts';
+import { docBlock, markdownFile } from './readme-blocks.ts';
 
 const run = promisify(execFile);
 const DOC = 'docs/development.md';
@@ -140,6 +140,12 @@ async function carriesTheFields(t: Test, server: RunningServer): Promise<void> {
   t.same(await receiver.delivery('plant.created'), fern, 'the created event carries the fields');
   t.same(await receiver.delivery('plant.replaced'), { id: 7, ...replaced }, 'the replaced event too');
 }
+
+t.test('the page quotes no line numbers, which would go stale', async (t) => {
+  const page = markdownFile(DOC);
+  const section = page.slice(page.indexOf('## Adding a field, end to end'), page.indexOf('\n## ', page.indexOf('## Adding a field, end to end') + 1));
+  t.notMatch(section, /\.(ts|yaml)(:\d+|\(\d+,\d+\))|\blines? \d+/, 'no file:line, file(line,col) or "line N"');
+});
 
 const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'contract', 'test']);
 
