@@ -3,6 +3,8 @@
 // Node's watch mode watches src/ only; a change to openapi.yaml reaches it through the types this
 // script writes into src/generated/, so the server never restarts ahead of the regeneration.
 // A spec that does not generate leaves the running server as it was, and says why.
+// After each regeneration the project's type check runs beside the restarted server: its errors
+// (lines starting `typecheck:`) name the places a new field must reach, without holding the restart up.
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -25,9 +27,32 @@ async function regenerate(): Promise<void> {
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
     await writeFile(TYPES_URL, types);
     generatedFrom = text;
+    typecheck();
   } catch (error) {
     console.error(`dev: openapi.yaml does not generate types, so the server keeps running on the previous version: ${(error as Error).message}`);
   }
+}
+
+const TSC = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
+let checking: ReturnType<typeof spawn> | undefined;
+
+/** `npm run typecheck`, its lines prefixed; a check still running for an older spec is stopped, its answer stale. */
+function typecheck(): void {
+  checking?.kill();
+  const tsc = spawn(process.execPath, [TSC, '--noEmit', '--pretty', 'false'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  checking = tsc;
+  let output = '';
+  tsc.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  tsc.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  tsc.on('close', (code, signal) => {
+    if (checking === tsc) checking = undefined;
+    if (signal) return;
+    const lines = output.trimEnd().split('\n').filter((line) => line !== '');
+    const errors = lines.filter((line) => /\): error TS\d+:/.test(line)).length;
+    for (const line of lines) console.error(`typecheck: ${line}`);
+    if (code === 0) console.log('typecheck: no errors');
+    else console.error(`typecheck: ${errors} error(s); the restart does not wait for them (docs/development.md, "Adding a field, end to end", says what a new field needs)`);
+  });
 }
 
 // One regeneration at a time; changes made during one are picked up by one more.
@@ -60,5 +85,6 @@ const server = spawn(process.execPath, ['--watch-path=src', '--watch-preserve-ou
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => server.kill(signal));
 server.on('exit', (code, signal) => {
   specWatcher.close();
+  checking?.kill();
   process.exitCode = code ?? (signal ? 1 : 0);
 });

@@ -1,13 +1,17 @@
 // The process: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 // Started through entry.js, which turns on Node's compile cache first.
 import { buildApp } from './app.ts';
+import { readSpecification } from './spec-path.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
+import { checkPlantFields, UnkeptPlantFieldError } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
 import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before the store opens: a contract the store cannot keep must not migrate the database either.
+  checkPlantFields(readSpecification());
   const store = await openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     startupTimeoutMs: config.databaseStartupMs,
@@ -133,7 +137,7 @@ function listenFailure(error: unknown, config: Config): unknown {
 
 // Configuration and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
 function describeBootFailure(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof DatabaseUrlError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseUrlError || error instanceof UnkeptPlantFieldError) return error.message;
   if (error instanceof Error && 'syscall' in error) return error.message;
   return String((error as Error)?.stack ?? error);
 }

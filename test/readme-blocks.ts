@@ -10,14 +10,18 @@ export function markdownFile(path: string): string {
 
 export const README = markdownFile('README.md');
 
-/** The text of the first ```lang block after the first line of `path` that starts with `marker`. */
+/**
+ * The text of the first ```lang block after the first line of `path` that starts with `marker`
+ * (after its indentation, for steps of a list); a block indented inside a list item comes dedented.
+ */
 export function docBlock(path: string, marker: string, lang: string): string {
   const text = markdownFile(path);
-  const at = text.indexOf(`\n${marker}`);
+  const at = new RegExp(`\\n *${marker.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`).exec(text)?.index ?? -1;
   if (at < 0) throw new Error(`${path} has no line starting with ${JSON.stringify(marker)}`);
-  const block = new RegExp(`^\`\`\`${lang}\\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(text.slice(at));
+  const block = new RegExp(`^( *)\`\`\`${lang}\\n([\\s\\S]*?)^\\1\`\`\`$`, 'm').exec(text.slice(at));
   if (!block) throw new Error(`${path} has no \`\`\`${lang} block after ${JSON.stringify(marker)}`);
-  return block[1]!;
+  const indent = block[1]!;
+  return block[2]!.split('\n').map((line) => (line.startsWith(indent) ? line.slice(indent.length) : line)).join('\n');
 }
 
 /** docBlock of README.md. */

@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
-import { parseDocument } from 'yaml';
+import { parse, parseDocument } from 'yaml';
 import { REPO_ROOT } from './harness/paths.ts';
+import { docBlock } from './readme-blocks.ts';
 
 const run = promisify(execFile);
 const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract'];
-/** The files that hold a plant's fields one by one: SQL, rows and migrations. */
-const MUST_CHANGE = ['src/store/sql.ts', 'src/store/postgres.ts', 'src/store/migrations.ts'];
+/** The files that list a plant's fields one by one: the store's columns and their migrations. */
+const MUST_CHANGE = ['src/store/plant-fields.ts', 'src/store/migrations.ts'];
 
 async function scratchCopy(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'spec-edit-'));
@@ -46,11 +47,12 @@ function withoutCoverage(): NodeJS.ProcessEnv {
   return { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' };
 }
 
-/** Adds an optional `price` to Plant, which NewPlant and StoredPlant include. */
-async function addPrice(dir: string): Promise<void> {
+/** Step 1 of docs/development.md "Adding a field, end to end": `price` and `stock` added to Plant, which NewPlant and StoredPlant include. */
+async function addPriceAndStock(dir: string): Promise<void> {
   const file = join(dir, 'openapi.yaml');
   const spec = parseDocument(await readFile(file, 'utf8'));
-  spec.setIn(['components', 'schemas', 'Plant', 'properties', 'price'], { description: 'Price in cents', type: 'number' });
+  const added = parse(docBlock('docs/development.md', '1. **Spec.**', 'yaml')) as Record<string, unknown>;
+  for (const [field, schema] of Object.entries(added)) spec.setIn(['components', 'schemas', 'Plant', 'properties', field], schema);
   await writeFile(file, spec.toString());
 }
 
@@ -59,18 +61,20 @@ t.test('the unchanged repository generates and type-checks in a scratch copy', a
   t.ok(result.ok, result.output);
 });
 
-t.test('adding price to Plant fails the type check at every file that must store it', async (t) => {
+t.test('adding price and stock to Plant fails the type check at every file that must store them', async (t) => {
   const dir = await scratchCopy(t);
-  await addPrice(dir);
+  await addPriceAndStock(dir);
   const result = await generateAndTypecheck(dir);
   t.notOk(result.ok, 'the type check fails');
   const generated = await readFile(join(dir, 'src/generated/openapi.ts'), 'utf8');
-  t.match(generated, /price\?: number/, 'the generated types carry the new field');
+  t.match(generated, /price\?: number/, 'the generated types carry the new fields');
+  t.match(generated, /stock\?: number/);
   // One diagnostic per block: `file(line,col): error …` and its indented explanation lines.
   const diagnostics = result.output.split(/\n(?=\S)/).filter((block) => /^\S+\(\d+,\d+\): error/.test(block));
   for (const file of MUST_CHANGE) {
     const errors = diagnostics.filter((block) => block.startsWith(`${file}(`));
-    t.ok(errors.some((block) => block.includes("Property 'price' is missing")), `${file} is named, with the field:\n${errors.join('\n') || result.output}`);
+    // What docs/development.md quotes: `… is missing the following properties from type …: price, stock`.
+    t.ok(errors.some((block) => /is missing the following properties from type '[^']+': price, stock/.test(block)), `${file} is named, with the fields:\n${errors.join('\n') || result.output}`);
   }
   const elsewhere = diagnostics.filter((block) => !MUST_CHANGE.some((file) => block.startsWith(`${file}(`)));
   t.same(elsewhere, [], 'the representation, handlers and store helpers need no change: the field flows through them');

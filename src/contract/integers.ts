@@ -2,6 +2,9 @@
 // cannot tell `1000` from `1e3`. So before compiling, every `type: integer` in a request schema
 // becomes the `exactInteger` keyword below, which checks BigInt values against the exact range
 // of the declared format and leaves int64 values as BigInt (others as Number) for the handler.
+// In a body every integer literal arrives as a BigInt, so a `type: number` becomes `exactNumber`,
+// which hands Ajv's own number keywords (minimum, multipleOf...) a Number, or refuses the literal
+// when a double cannot hold it exactly: an accepted value is never stored as another.
 import type { KeywordDefinition, SchemaValidateFunction } from 'ajv';
 import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 
@@ -37,9 +40,14 @@ function rewrite(node: unknown, source: IntegerSource): unknown {
   if (Array.isArray(copy.type) && copy.type.includes('integer')) {
     throw new Error('Request schemas with a type list that includes "integer" are not supported.');
   }
-  if (source === 'json' && (copy.type === 'number' || (Array.isArray(copy.type) && copy.type.includes('number')))) {
-    // The body parser makes every integer literal a BigInt, which Ajv's number checks refuse.
-    throw new Error('Request body schemas with "type: number" are not supported by the exact JSON parser yet.');
+  if (source === 'json' && Array.isArray(copy.type) && copy.type.includes('number')) {
+    // Ajv checks a type list before any keyword could turn the parser's BigInt into a Number.
+    throw new Error('Request body schemas with a type list that includes "number" are not supported; write anyOf: [{type: number}, {type: "null"}] instead.');
+  }
+  if (source === 'json' && copy.type === 'number') {
+    delete copy.type;
+    copy.exactNumber = true;
+    return copy;
   }
   if (copy.type !== 'integer') return copy;
   const spec = integerSpec(copy, source);
@@ -101,6 +109,33 @@ function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
   if (source === 'text' && typeof data === 'number' && Number.isSafeInteger(data)) return BigInt(data);
   return undefined;
 }
+
+// Runs before Ajv's number keywords (they are grouped after the untyped ones) and before const and enum.
+const validateExactNumber: SchemaValidateFunction = (_spec: true, data, _schema, context) => {
+  if (typeof data === 'number') return true;
+  if (typeof data !== 'bigint') return refuseNumber('must be number', { type: 'number' });
+  const value = Number(data);
+  // 9007199254740993 would become ...992: refused rather than stored as a number the client never sent.
+  if (BigInt(value) !== data) return refuseNumber(`must be a number a double holds exactly; ${data} would be stored as ${BigInt(value)}`, { limit: String(data) });
+  if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
+    (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = value;
+  }
+  return true;
+};
+
+function refuseNumber(message: string, params: Record<string, unknown>): false {
+  validateExactNumber.errors = [{ keyword: 'exactNumber', message, params }];
+  return false;
+}
+
+export const exactNumberKeyword: KeywordDefinition = {
+  keyword: 'exactNumber',
+  modifying: true,
+  errors: true,
+  schemaType: 'boolean',
+  before: 'const',
+  validate: validateExactNumber,
+};
 
 export const exactIntegerKeyword: KeywordDefinition = {
   keyword: 'exactInteger',

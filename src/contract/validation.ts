@@ -3,7 +3,7 @@
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifySchema } from 'fastify';
-import { exactIntegerKeyword, withExactIntegers } from './integers.ts';
+import { exactIntegerKeyword, exactNumberKeyword, withExactIntegers } from './integers.ts';
 
 function createAjv(options: Options): Ajv2020 {
   // strict: false because OpenAPI schemas carry keywords Ajv does not know (example, xml, ...).
@@ -12,6 +12,7 @@ function createAjv(options: Options): Ajv2020 {
   const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: false, useDefaults: true, ...options });
   addFormats.default(ajv);
   ajv.addKeyword(exactIntegerKeyword);
+  ajv.addKeyword(exactNumberKeyword);
   return ajv;
 }
 

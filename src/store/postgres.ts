@@ -7,7 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { all, judged, migrate, outboxInsert, plantsWhere, selectPlants, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
   type Steps, type WriteScope } from './sql.ts';
-import { eventPayload, StoreUnavailableError, type CreateResult, type EveryPlantField, type PlantRecord } from './types.ts';
+import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
+import { eventPayload, StoreUnavailableError, type CreateResult, type PlantRecord } from './types.ts';
 
 export interface PostgresOptions {
   poolSize: number;
@@ -43,23 +44,29 @@ const MIGRATION_LOCK = 7_240_318_001;
 const FIRST_TOKEN_LOCK = 'SELECT pg_advisory_xact_lock(7240318002)';
 const INT8_OID = 20;
 
-// The batch statement carries each of these fields; a field added to Plant in openapi.yaml fails here until it does.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars -- a compile-time check, never read at run time
-const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 
 // Many creates and their events in one statement (group commit): distinct ids in id order, so that two
 // batches racing on the same ids lock them in the same order. Answers the ids inserted, each with
 // whether the batch wrote deliveries (every created row joins the same subscriptions).
+// Parameters: the ids, one array per field of PLANT_FIELDS, the keys, payloads and traceparents, then the time.
+const BATCH_COLUMNS = ['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'];
+const BATCH_ARRAYS = ['int8[]', ...PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].pgArray), 'text[]', 'text[]', 'text[]'];
+const FIELD_LIST = PLANT_FIELD_NAMES.join(', ');
 const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS t(id, name, tag, key, payload, traceparent)),
+    SELECT * FROM unnest(${BATCH_ARRAYS.map((type, at) => `$${at + 1}::${type}`).join(', ')}) AS t(${BATCH_COLUMNS.join(', ')})),
   created AS (
-    INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+    INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
   events AS (
-    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', '$7::timestamptz', 'input.traceparent')}
+    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', `$${BATCH_ARRAYS.length + 1}::timestamptz`, 'input.traceparent')}
     RETURNING 1)
   SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 
 const PLANTS_BY_IDS = selectPlants('id = ANY(?::int8[])');
+
+/** A field's value in a batch's array: int64 fields as text, which pg writes exactly; no value as NULL. */
+function asParameter(value: unknown): unknown {
+  return typeof value === 'bigint' ? String(value) : (value ?? null);
+}
 
 interface PendingCreate {
   plant: PlantRecord;
@@ -187,8 +194,7 @@ class PostgresDriver implements Driver {
     try {
       ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: CREATE_PLANTS, values: [
         distinct.map(({ plant }) => String(plant.id)),
-        distinct.map(({ plant }) => plant.name),
-        distinct.map(({ plant }) => plant.tag ?? null),
+        ...PLANT_FIELD_NAMES.map((field) => distinct.map(({ plant }) => asParameter(plant[field]))),
         distinct.map(({ origin }) => origin.key),
         distinct.map(({ plant }) => eventPayload(plant)),
         distinct.map(({ origin }) => origin.traceparent),

@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { MIGRATION_TABLE, migrations, spelled, type Dialect } from './migrations.ts';
 import { outboxTrace } from './outbox-trace.ts';
+import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
 import { eventPayload, pageStart, WEBHOOK_EVENTS, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
-  type CreateResult, type Delivery, type EveryPlantField, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
+  type CreateResult, type Delivery, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
   type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent, unstorableText } from './types.ts';
 
 /**
@@ -76,9 +77,6 @@ export function* migrate(dialect: Dialect): Steps<void> {
   }
 }
 
-// The plant statements carry each of these fields; a field added to Plant in openapi.yaml fails here until they do.
-// eslint-disable-next-line @typescript-eslint/no-unused-vars -- a compile-time check, never read at run time
-const PLANT_FIELDS_IN_SQL = { name: true, tag: true } satisfies EveryPlantField;
 // Records' names come as aliases (quoted: both databases keep their case), read by `record`.
 const TOKEN = 'id, name, hint, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"';
 const SUBSCRIPTION = `id, url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason",
@@ -101,14 +99,15 @@ const CANDIDATES = `SELECT d.id FROM (
 // Where a claimed delivery goes and what signs it: the previous secret too while its overlap lasts (parameters: now, id).
 const TARGET = `SELECT url, secret, CASE WHEN previous_secret_until > ? THEN previous_secret END AS "previousSecret"
   FROM webhook_subscriptions WHERE id = ?`;
-const PLANTS = 'SELECT id, name, tag FROM plants WHERE ';
+// Every plant statement names the columns of PLANT_FIELDS (plant-fields.ts), in its order.
+const PLANTS = `SELECT id, ${PLANT_FIELD_NAMES.join(', ')} FROM plants WHERE `;
 const PLANT_BY_ID = `${PLANTS}id = ?`;
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
 const PAGE = `${PLANTS}id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)`;
 const PAGE_BY_TAG = `${PLANTS}tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)`;
 const TOKEN_BY_HASH = `SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`;
-const INSERT_PLANT = 'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING';
-const UPDATE_PLANT = 'UPDATE plants SET name = ?, tag = ? WHERE id = ?';
+const INSERT_PLANT = `INSERT INTO plants (id, ${PLANT_FIELD_NAMES.join(', ')}) VALUES (?${', ?'.repeat(PLANT_FIELD_NAMES.length)}) ON CONFLICT (id) DO NOTHING`;
+const UPDATE_PLANT = `UPDATE plants SET ${PLANT_FIELD_NAMES.map((field) => `${field} = ?`).join(', ')} WHERE id = ?`;
 const DELETE_PLANT = 'DELETE FROM plants WHERE id = ?';
 const INSERT_TOKEN = `INSERT INTO api_tokens (name, token_hash, hint, scopes, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (name) DO NOTHING RETURNING ${TOKEN}`;
@@ -147,7 +146,7 @@ export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
 
 function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
   for (;;) {
-    if ((yield run(INSERT_PLANT, plant.id, plant.name, plant.tag ?? null)) === 1) {
+    if ((yield run(INSERT_PLANT, plant.id, ...plantColumns(plant))) === 1) {
       return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
     }
     // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
@@ -156,7 +155,7 @@ function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult
   }
 }
 
-/** The plants a select (of `id, name, tag`) answers, as rows of column values for toPlants. */
+/** The plants a select (of `id` and PLANT_FIELDS) answers, as rows of column values for toPlants. */
 export function plantsWhere(select: string, ...params: unknown[]): Statement {
   return { kind: 'tuples', sql: select, params };
 }
@@ -166,11 +165,23 @@ export function selectPlants(condition: string): string {
   return PLANTS + condition;
 }
 
-type PlantRow = [bigint, string, string | null];
+/** The id, then each field's column in PLANT_FIELDS order. */
+type PlantRow = [bigint, ...unknown[]];
+const READERS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].read);
 
-/** A plant as a record: no tag key for a null tag. */
-function toPlant([id, name, tag]: PlantRow): PlantRecord {
-  return tag === null ? { id, name } : { id, name, tag };
+/** A plant's content as the values of its columns, in PLANT_FIELDS order (null for a field it has no value for). */
+export function plantColumns(content: PlantContent): unknown[] {
+  return PLANT_FIELD_NAMES.map((field) => content[field] ?? null);
+}
+
+/** A plant as a record: no key for a null column. */
+function toPlant(row: PlantRow): PlantRecord {
+  const plant: Record<string, unknown> = { id: row[0] };
+  for (let at = 0; at < READERS.length; at++) {
+    const value = row[at + 1];
+    if (value !== null) plant[PLANT_FIELD_NAMES[at]!] = READERS[at]!(value);
+  }
+  return plant as PlantRecord;
 }
 
 /** Plants as records. */
@@ -283,7 +294,7 @@ export class SqlStore implements PlantStore {
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
     const refused = unstorableText(content);
     if (refused) return Promise.reject(refused);
-    const update = () => [run(UPDATE_PLANT, content.name, content.tag ?? null, id), plantWith(id, content)] as [Statement, PlantRecord];
+    const update = () => [run(UPDATE_PLANT, ...plantColumns(content), id), plantWith(id, content)] as [Statement, PlantRecord];
     return this.#conditionally('plant.replaced', id, precondition, update);
   }
 

@@ -21,11 +21,11 @@ export interface CreateResult {
 export type PlantContent = Omit<PlantRecord, 'id'>;
 
 /**
- * Code that handles a plant's fields one by one (SQL, rows, migrations) declares beside it
- * `const … = { name: true, tag: true } satisfies EveryPlantField;`: a field added to Plant in
- * openapi.yaml then fails the type check there, naming the field (docs/development.md: "Adding a field, end to end").
+ * Code that lists a plant's fields one by one (plant-fields.ts, migrations) declares the list
+ * `satisfies EveryPlantField<…>`: a field added to Plant in openapi.yaml then fails the type check
+ * there, naming the field (docs/development.md: "Adding a field, end to end").
  */
-export type EveryPlantField = Record<keyof PlantContent, true>;
+export type EveryPlantField<Value = true> = Record<keyof PlantContent, Value>;
 
 export interface PageQuery {
   /** Only plants whose id is greater (keyset pagination: the page's cost does not grow with depth). */

@@ -170,7 +170,7 @@ export async function startServer(t: Teardown, env: ServerEnv, options?: SpawnOp
 export async function runToExit(
   t: Test,
   env: ServerEnv,
-  options: Pick<SpawnOptions, 'unprivileged'> = {},
+  options: Pick<SpawnOptions, 'unprivileged' | 'command'> = {},
 ): Promise<Exit & { stdout: string; stderr: string }> {
   const server = spawnServer(t, env, options);
   // A server that boots when it should not is stopped at once, so the test fails instead of hanging.
