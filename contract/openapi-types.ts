@@ -1,6 +1,6 @@
 // The TypeScript types of openapi.yaml (src/generated/openapi.ts, written by npm run generate), after
 // checking it against the OpenAPI meta-schema, a check the server's boot leaves out (src/contract/routes.ts).
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
@@ -23,6 +23,16 @@ export async function renderTypes(text?: string): Promise<string> {
     },
   });
   return HEADER + astToString(ast);
+}
+
+/** Writes the types for the server and the client package's copy; answers the paths written. */
+export async function writeTypes(types: string): Promise<string[]> {
+  const urls = [TYPES_URL, CLIENT_TYPES_URL];
+  for (const url of urls) {
+    await mkdir(new URL('.', url), { recursive: true });
+    await writeFile(url, types);
+  }
+  return urls.map((url) => url.pathname);
 }
 
 /** Throws, naming the first offending places, unless `text` is a valid OpenAPI document whose every $ref resolves. */

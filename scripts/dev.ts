@@ -5,9 +5,9 @@
 // A spec that does not generate leaves the running server as it was, and says why.
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { renderTypes, SPEC_URL, writeTypes } from '../contract/openapi-types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -23,7 +23,7 @@ async function regenerate(): Promise<void> {
     const types = await renderTypes(text);
     // Said before the write that restarts the server, so the two lines come in this order.
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
-    await writeFile(TYPES_URL, types);
+    await writeTypes(types);
     generatedFrom = text;
   } catch (error) {
     console.error(`dev: openapi.yaml does not generate types, so the server keeps running on the previous version: ${(error as Error).message}`);
@@ -47,7 +47,7 @@ function onSpecChange(): void {
 }
 
 const initialSpec = await readFile(SPEC_URL, 'utf8');
-await writeFile(TYPES_URL, await renderTypes(initialSpec));
+await writeTypes(await renderTypes(initialSpec));
 generatedFrom = initialSpec;
 // The folder, not the file: editors that save by renaming a new file over the old one would
 // leave a watch on the file itself looking at the replaced copy.
