@@ -4,7 +4,7 @@
 // (node16 and bundler resolution), and a bundled page in headless Chromium calling the API via CORS.
 // Without Node 20 or Chromium those parts skip visibly; with CI=true they fail.
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -58,7 +58,11 @@ const chromiumSkip = existsSync(CHROMIUM) || CI ? false : `${CHROMIUM} is missin
 const consumer = mkdtempSync(join(tmpdir(), 'plant-store-consumer-'));
 t.teardown(() => rmSync(consumer, { recursive: true, force: true }));
 
-const pack = await run('npm', ['pack', './packages/client', '--pack-destination', consumer, '--json'], REPO_ROOT);
+// Packed from a copy (inside the repository, so its build finds TypeScript and lossless-json), so the
+// build that npm pack runs never rewrites packages/client/dist while other test files import it.
+const source = t.testdir();
+for (const entry of ['package.json', 'tsconfig.json', 'README.md', 'src']) cpSync(join(REPO_ROOT, 'packages/client', entry), join(source, entry), { recursive: true });
+const pack = await run('npm', ['pack', source, '--pack-destination', consumer, '--json'], REPO_ROOT);
 const packed = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as [{ filename: string; files: { path: string }[] }];
 const tarball = join(consumer, packed[0].filename);
 writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'client-consumer', private: true, type: 'module' }, null, 2)}\n`);
