@@ -7,9 +7,9 @@
 // (lines starting `typecheck:`) name the places a new field must reach, without holding the restart up.
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { renderTypes, SPEC_URL, writeTypes } from '../contract/openapi-types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -25,7 +25,7 @@ async function regenerate(): Promise<void> {
     const types = await renderTypes(text);
     // Said before the write that restarts the server, so the two lines come in this order.
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
-    await writeFile(TYPES_URL, types);
+    await writeTypes(types);
     generatedFrom = text;
     typecheck();
   } catch (error) {
@@ -72,7 +72,7 @@ function onSpecChange(): void {
 }
 
 const initialSpec = await readFile(SPEC_URL, 'utf8');
-await writeFile(TYPES_URL, await renderTypes(initialSpec));
+await writeTypes(await renderTypes(initialSpec));
 generatedFrom = initialSpec;
 // The folder, not the file: editors that save by renaming a new file over the old one would
 // leave a watch on the file itself looking at the replaced copy.

@@ -1,6 +1,5 @@
-// npm run generate: regenerates src/generated/openapi.ts from openapi.yaml (contract/openapi-types.ts).
-import { writeFile } from 'node:fs/promises';
-import { renderTypes, TYPES_URL } from '../contract/openapi-types.ts';
+// npm run generate: regenerates the types of openapi.yaml (contract/openapi-types.ts) for the server,
+// src/generated/openapi.ts, and for the client package, packages/client/src/openapi.ts.
+import { renderTypes, writeTypes } from '../contract/openapi-types.ts';
 
-await writeFile(TYPES_URL, await renderTypes());
-console.log(`wrote ${TYPES_URL.pathname}`);
+for (const path of await writeTypes(await renderTypes())) console.log(`wrote ${path}`);

@@ -1,4 +1,4 @@
-// The client's parts that the example of docs/client.md does not reach: which JSON keys it reads as int64
+// The client's parts that the example of packages/client/README.md does not reach: which JSON keys it reads as int64
 // (checked against openapi.yaml, so a new int64 field under another name fails here), plants
 // refused by parsePlantJson, and a failure without the API's Error body, from a real socket.
 import { readFileSync } from 'node:fs';
@@ -7,8 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
-import { createPlantStoreClient, parsePlantJson, PlantStoreError, stringifyJson } from '../src/client/index.ts';
-import { INT64_KEYS } from '../src/client/json.ts';
+import { createPlantStoreClient, INT64_KEYS, parseExactJson, parsePlantJson, PlantStoreError, stringifyJson } from '@plant-store/client';
 import { REPO_ROOT } from './harness/paths.ts';
 
 /** Every property of every object schema in the document: its name and its schema. */
@@ -36,6 +35,13 @@ t.test('parsePlantJson keeps ids exact and refuses what is not a plant', async (
   t.throws(() => parsePlantJson('{"id":"1","name":"Ficus"}'), TypeError, 'an id as a string');
   t.throws(() => parsePlantJson('[1]'), TypeError, 'an array');
   t.equal(stringifyJson({ id: 2n ** 63n - 1n, attempts: 3 }), '{"id":9223372036854775807,"attempts":3}');
+});
+
+t.test('a number that cannot be represented exactly throws instead of rounding', async (t) => {
+  t.same(parseExactJson('[{"id":-9223372036854775808,"error":409,"ratio":0.5}]'), [{ id: -9223372036854775808n, error: 409, ratio: 0.5 }]);
+  t.throws(() => parseExactJson('{"error":9007199254740993}'), RangeError, 'an integer above 2^53 where the contract says int32');
+  t.throws(() => parseExactJson('{"ratio":0.12345678901234567891}'), RangeError, 'more digits than a double holds');
+  t.throws(() => parseExactJson('{"id":1,}'), SyntaxError, 'not JSON');
 });
 
 t.test("an answer without the API's Error body (a proxy's 502 page) is still a typed PlantStoreError", async (t) => {

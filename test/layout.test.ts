@@ -31,8 +31,6 @@ const RULES: Record<string, Rule> = {
   webhooks: { may: ['src/contract/', 'src/store/types.ts', 'src/generated/'], never: (name) => DRIVERS.includes(name) },
   store: { may: ['src/generated/'], never: (name) => FASTIFY.test(name) },
   tokens: { may: ['src/store/types.ts'], never: (name) => FASTIFY.test(name) },
-  // The client runs in other people's programs: nothing of the server, no Fastify, no driver.
-  client: { may: ['src/generated/'], never: (name) => FASTIFY.test(name) || DRIVERS.includes(name) },
 };
 
 /** The modules a source file imports (static, dynamic and type-only): packages by name, files from the repository root. */
@@ -81,6 +79,20 @@ t.test('the rules bite', async (t) => {
   t.notOk(allowed('store', 'fastify'), 'store/ never imports Fastify');
   t.notOk(allowed('security', 'src/plants/handlers.ts'), 'a cross-cutting folder knows nothing of plants');
   t.notOk(allowed('observability', 'src/store/types.ts'));
-  t.notOk(allowed('client', 'src/contract/json.ts'), 'the client imports nothing of the server');
   t.ok(allowed('plants', 'src/contract/errors.ts') && allowed('security', 'src/tokens/verifier.ts'));
+});
+
+// The client package runs in other people's programs: its own files and its one JSON parser, nothing else.
+const CLIENT = join(REPO_ROOT, 'packages', 'client');
+const CLIENT_PACKAGES = ['lossless-json'];
+
+t.test('packages/client imports nothing but its own files and its declared dependencies', async (t) => {
+  const manifest = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  t.same(Object.keys(manifest.dependencies ?? {}), CLIENT_PACKAGES, 'no server dependency ships with the client');
+  const files = readdirSync(join(CLIENT, 'src')).filter((name) => name.endsWith('.ts'));
+  t.ok(files.includes('index.ts'), 'packages/client/src has its files');
+  for (const name of files) {
+    const offending = importsOf(join(CLIENT, 'src', name)).filter((target) => !target.startsWith('packages/client/src/') && !CLIENT_PACKAGES.includes(target));
+    t.same(offending, [], `packages/client/src/${name}`);
+  }
 });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './harness/paths.ts';
 
-/** A Markdown file of the repository, by its path from the root (README.md, docs/client.md). */
+/** A Markdown file of the repository, by its path from the root (README.md, packages/client/README.md). */
 export function markdownFile(path: string): string {
   return readFileSync(join(REPO_ROOT, path), 'utf8');
 }

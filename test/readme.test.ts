@@ -58,6 +58,13 @@ t.test('every link of docs/*.md stays in the repository and lands on something',
   }
 });
 
+t.test("the client package's README links only public web pages: it ships in the tarball, away from the repository", async (t) => {
+  const markdown = readFileSync(join(REPO_ROOT, 'packages', 'client', 'README.md'), 'utf8');
+  const links = markdownLinks(markdown);
+  t.ok(links.length > 0, 'it has links');
+  t.same(links.filter((link) => !/^https:\/\//.test(link)), []);
+});
+
 t.test('README.md names no path outside the repository, even as plain text', async (t) => {
   const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
   t.same(readme.match(/(?<![\w.])\.\.\/\S*/g) ?? [], []);

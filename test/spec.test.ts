@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { checkSpecification, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { checkSpecification, CLIENT_TYPES_URL, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { handlerFor } from '../src/app.ts';
 import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';
@@ -10,6 +10,15 @@ import { build } from './helper.ts';
 
 t.test('src/generated/openapi.ts matches openapi.yaml (run npm run generate)', async (t) => {
   t.equal(await readFile(TYPES_URL, 'utf8'), await renderTypes());
+});
+
+t.test("the client package's copy, packages/client/src/openapi.ts, matches openapi.yaml (run npm run generate)", async (t) => {
+  t.equal(await readFile(CLIENT_TYPES_URL, 'utf8'), await renderTypes());
+});
+
+t.test('the client package is versioned with the API: its version is info.version of openapi.yaml', async (t) => {
+  const manifest = JSON.parse(await readFile(new URL('../packages/client/package.json', import.meta.url), 'utf8')) as { version: string };
+  t.equal(manifest.version, spec.info.version);
 });
 
 t.test('openapi.yaml is OpenAPI 3.1.0, version 1.0.0, MIT, and declares the published shapes', async (t) => {

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
-import { createPlantStoreClient } from '../src/client/index.ts';
+import { createPlantStoreClient } from '@plant-store/client';
 import { REPO_ROOT } from './harness/paths.ts';
 import { serverEnv, startServer } from './harness/process.ts';
 import { docBlock, example } from './readme-blocks.ts';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { parsePlantJson } from 'plant-store/client';
+import { parsePlantJson } from '@plant-store/client';
 
 const wh = new Webhook(process.env.PLANT_STORE_WEBHOOK_SECRET!); // the whsec_… secret
 

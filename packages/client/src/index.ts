@@ -1,10 +1,10 @@
-// The first-party TypeScript client: `import { createPlantStoreClient } from 'plant-store/client'`.
-// Plain fetch, typed by the generated operations, int64 ids as exact bigints both ways. It never
-// imports Fastify, a driver or server code, so it runs wherever fetch does.
-import type { components, operations } from '../generated/openapi.ts';
+// The official Plant Store client, the package @plant-store/client.
+// Plain fetch, typed by the types generated from openapi.yaml, int64 ids as exact bigints both ways.
+// It imports nothing of the server, so it runs wherever fetch does: Node 20 and later, browsers.
+import type { components, operations } from './openapi.ts';
 import { parseExactJson, stringifyJson } from './json.ts';
 
-export { parseExactJson, parsePlantJson, stringifyJson } from './json.ts';
+export { INT64_KEYS, parseExactJson, parsePlantJson, stringifyJson } from './json.ts';
 
 export type Plant = components['schemas']['Plant'];
 export type NewPlant = components['schemas']['NewPlant'];
