@@ -29,7 +29,7 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
     operations.addHook('onRoute', useJsonSchemasDirectly);
     operations.addHook('onRoute', headFramedAsGet);
     await registerOpenapiGlue(operations, {
-      specification: structuredClone(specification),
+      specification: withNumbers(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
         ({
@@ -48,6 +48,12 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
 // After the contract (error handler, validator compiler, JSON parser), security (app.bearerAuth)
 // and transport (the compress route option needs its plugin, app.shedding its turns): routes take what is in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract', 'security', 'transport'] });
+
+// Glue's copy: it validates the document through JSON.stringify, which throws on a bigint, and an
+// int64 example that only says how big an id may be shapes no route, so a double does here.
+function withNumbers(value: unknown): object {
+  return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? Number(item) : item))) as object;
+}
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */
 export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {

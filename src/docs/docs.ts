@@ -30,7 +30,10 @@ export interface DocsOptions {
 
 export async function registerDocs(app: FastifyInstance, document: object, options: DocsOptions): Promise<void> {
   await app.register(fastifySwagger, { mode: 'static', specification: { document: document as StaticDocumentSpec['document'] } });
+  // The UI's copy, twice: its big integers as bigint for /docs/yaml (the yaml package writes them),
+  // and as raw JSON for /docs/json (JSON.stringify throws on a bigint), so both keep every digit.
   const forUi = documentForUi(document);
+  const forUiJson = withRawIntegers(forUi);
   const title = (document as { info?: { title?: string } }).info?.title ?? 'API';
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
@@ -44,7 +47,7 @@ export async function registerDocs(app: FastifyInstance, document: object, optio
       },
     },
     transformSpecificationClone: false,
-    transformSpecification: () => forUi,
+    transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
     logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
     theme: {
       title,
@@ -53,6 +56,18 @@ export async function registerDocs(app: FastifyInstance, document: object, optio
       favicon: [{ filename: 'logo.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: uiFile('logo.svg') }],
     },
   });
+}
+
+/** A copy of `value` in which each bigint is a JSON.rawJSON of its digits. */
+function withRawIntegers(value: unknown): Record<string, unknown> {
+  return rawIntegers(value) as Record<string, unknown>;
+}
+
+function rawIntegers(value: unknown): unknown {
+  if (typeof value === 'bigint') return JSON.rawJSON(String(value));
+  if (Array.isArray(value)) return value.map(rawIntegers);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, rawIntegers(item)]));
 }
 
 /** The browser side of the docs page (top bar, exact big integers), served by the service itself. */
