@@ -693,7 +693,9 @@ export interface components {
         /**
          * @description The store cannot be reached right now (say, a lost database connection, or a database that
          *     does not answer within `DATABASE_QUERY_TIMEOUT`; on SQLite, another process holding the
-         *     write lock for more than 5 seconds, or a full disk); retry after `Retry-After` seconds
+         *     write lock for more than 5 seconds, or a full disk); or the instance is overloaded: more
+         *     page reads are waiting than `PAGE_READS_QUEUED`, or its event-loop delay or heap is over
+         *     `MAX_EVENT_LOOP_DELAY` or `MAX_HEAP_USED_PERCENT`. Retry after `Retry-After` seconds
          */
         ServiceUnavailable: {
             headers: {
