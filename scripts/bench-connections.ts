@@ -1,6 +1,6 @@
 // Idle connections against a health probe (npm run bench:connections). One client opens
 // BENCH_CONNECTIONS (20,000) keep-alive connections to a service process (npm start's Node and
-// entry, with the file-descriptor limit this shell gives it), sends one request on each and leaves
+// entry, with BENCH_SERVICE_NOFILE file descriptors), sends one request on each and leaves
 // it idle; then a probe opens a new connection for GET /healthz, PROBES times. It prints how many
 // probes were answered (within 5 s each) and how fast, and how many idle connections the service
 // closed, with MAX_CONNECTIONS at its default and with the limit out of reach.
@@ -25,8 +25,9 @@ const CASES: [string, Record<string, string>][] = [
   ['no limit (MAX_CONNECTIONS=10000000)', { MAX_CONNECTIONS: '10000000' }],
 ];
 
-// The service keeps the limit this script was started with; only the flooding client gets more.
-const serverLimit = descriptorLimit();
+// The service gets BENCH_SERVICE_NOFILE descriptors (fewer than the flood, as a 20,000-connection
+// flood is more than most services' limits); the flooding client gets all it can.
+const serverLimit = Math.min(descriptorLimit('HARD'), integerSetting('BENCH_SERVICE_NOFILE', 10_000, 64));
 const connections = Math.min(WANTED, raisedDescriptorLimit(WANTED + 500) - 500);
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-connections-'));
 console.log(`${connections.toLocaleString('en')} idle keep-alive connections from one client (service's descriptor limit: ${serverLimit}), then ${PROBES} GET /healthz on new connections`);
@@ -36,6 +37,7 @@ for (const [label, env] of CASES) {
   const sorted = f.latencies.toSorted((a, b) => a - b);
   const at = (q: number) => (sorted.length === 0 ? '-' : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(1));
   console.log(`${label.padEnd(38)} ${String(f.opened).padStart(7)} ${String(f.closedByService).padStart(18)} ${`${sorted.length}/${PROBES}`.padStart(10)} ${at(0.5).padStart(7)} ${(sorted.at(-1)?.toFixed(1) ?? '-').padStart(7)}`);
+  if (f.died) console.log(`  the service died during the run: ${f.died}`);
 }
 rmSync(dir, { recursive: true, force: true });
 
@@ -50,13 +52,24 @@ function raisedDescriptorLimit(wanted: number): number {
   return descriptorLimit();
 }
 
-async function measure(env: Record<string, string>): Promise<{ opened: number; closedByService: number; latencies: number[] }> {
+interface Figures {
+  opened: number;
+  closedByService: number;
+  latencies: number[];
+  /** The service's exit status if it died during the run. */
+  died?: string;
+}
+
+async function measure(env: Record<string, string>): Promise<Figures> {
   const port = await freePort();
   const command = `ulimit -n ${serverLimit} && exec "$0" "$1"`;
   const child = spawn('sh', ['-c', command, join(ROOT, 'node_modules/.bin/node'), join(ROOT, 'src/entry.js')], {
     env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${join(dir, `${port}.db`)}`, API_TOKENS: 'bench-token-0123456789abcdef', LOG_LEVEL: 'fatal', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  const exited = once(child, 'exit');
   try {
     while ((await probe(port)) === undefined) await sleep(100);
     const idle: Socket[] = [];
@@ -75,10 +88,11 @@ async function measure(env: Record<string, string>): Promise<{ opened: number; c
     }
     const opened = idle.length;
     for (const socket of idle) socket.removeAllListeners('close').destroy();
-    return { opened, closedByService, latencies };
+    const error = /^Error: .*$/m.exec(stderr)?.[0];
+    return { opened, closedByService, latencies, ...(child.exitCode !== null && { died: `exit ${child.exitCode}${error ? `, ${error}` : ''}` }) };
   } finally {
-    child.kill('SIGINT');
-    await once(child, 'exit');
+    if (child.exitCode === null) child.kill('SIGINT');
+    await exited;
   }
 }
 
