@@ -3,6 +3,7 @@
 // 1,000 plants are over 1 MB answers BURST concurrent GET /plants?limit=1000; the script prints
 // the process's peak RSS (VmHWM), its RSS 2 s after the burst, and how many requests were answered.
 // Then the same for anonymous /metrics grown past 64 KiB and read METRICS_BURST times at once with br.
+// PAGE_READS_QUEUED and MAX_CONNECTIONS are raised past the bursts: every read is served, compressed or not.
 // BENCH_BEFORE=<another checkout, with its own node_modules> measures its service in the same run.
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -48,7 +49,7 @@ async function measure(root: string, path: string, encoding: string, burst: numb
   // Each run on its own copy of the store: the services never share a file.
   copyFileSync(dbPath, copy);
   const child = spawn(join(root, 'node_modules/.bin/node'), [join(root, 'src/entry.js')], {
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${copy}`, API_TOKENS: TOKEN, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '', AUTH_FAILURES_PER_MINUTE: '0' },
+    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${copy}`, API_TOKENS: TOKEN, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '', AUTH_FAILURES_PER_MINUTE: '0', PAGE_READS_QUEUED: '1000', MAX_CONNECTIONS: '2000' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
