@@ -72,11 +72,8 @@ export class Turns {
   // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
   readonly #startNext = (): void => {
     this.#startScheduled = false;
-    const next = this.#waiting.shift();
-    if (next === undefined || this.#running >= this.#atOnce) {
-      if (next !== undefined) this.#waiting.unshift(next);
-      return;
-    }
+    const next = this.#running < this.#atOnce ? this.#waiting.shift() : undefined;
+    if (next === undefined) return;
     this.#running++;
     next();
     this.#scheduleStart();
