@@ -18,7 +18,6 @@ import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
-import { checkPlantFields } from './store/plant-fields.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
@@ -75,8 +74,6 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  // Never serve a contract that promises a plant field the store would drop.
-  checkPlantFields(specification);
   await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
   await app.register(routes, {
     specification,

@@ -3,13 +3,11 @@
 // run on different server connections and one server connection serves many clients, instances
 // under a mixed load answer no 5xx, and instances starting together on a fresh database all come
 // up and leave no advisory lock held; session mode keeps working. Each case has a database of its own.
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import t, { type Test } from 'tap';
 import { contractProblems } from './contract.ts';
-import { ADMIN_URL, postgresTestOptions } from './postgres.ts';
+import { ADMIN_URL, databaseUrl, freshDatabase, postgresTestOptions, withClient } from './postgres.ts';
 import { pgbouncerBinary, startPgBouncer, type PgBouncer, type PoolMode } from './harness/pgbouncer.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
 import { skipUnlessCi } from './harness/system-packages.ts';
@@ -22,31 +20,6 @@ const binary = pgbouncerBinary();
 const options = await postgresTestOptions();
 if (!options.skip && 'problem' in binary) options.skip = skipUnlessCi(binary.problem);
 const pgbouncerPath = 'path' in binary ? binary.path : 'pgbouncer';
-
-async function admin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** A new empty database on the shared server, dropped when `t` ends; its name. */
-async function freshDatabase(t: Test): Promise<string> {
-  const name = `plants_pgbouncer_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
-  t.teardown(() => admin(ADMIN_URL, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
-  return name;
-}
-
-/** The shared server's own URL for `database` (not through the pooler). */
-function directUrl(database: string): string {
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
 
 async function pooler(t: Test, poolMode: PoolMode): Promise<PgBouncer> {
   const upstream = new URL(ADMIN_URL);
@@ -114,7 +87,7 @@ function summary(tally: Tally): string {
 }
 
 async function advisoryLocksHeld(database: string): Promise<number> {
-  return admin(directUrl(database), async (client) => {
+  return withClient(databaseUrl(database), async (client) => {
     const { rows } = await client.query<{ count: string }>("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = $1", [database]);
     return Number(rows[0]!.count);
   });
@@ -122,7 +95,7 @@ async function advisoryLocksHeld(database: string): Promise<number> {
 
 t.test('transaction pooling: two instances under a mixed load answer no 5xx', options, async (t) => {
   const bouncer = await pooler(t, 'transaction');
-  const database = await freshDatabase(t);
+  const database = await freshDatabase(t, 'plants_pgbouncer');
   // A receiver for the webhook, so that the dispatchers claim (lease) and record deliveries while the load runs.
   let delivered = 0;
   let firstDelivery: () => void;
@@ -160,11 +133,11 @@ t.test('transaction pooling: two instances under a mixed load answer no 5xx', op
 t.test('transaction pooling: three instances started at once on a fresh database all come up, and no advisory lock stays held', options, async (t) => {
   const bouncer = await pooler(t, 'transaction');
   for (let run = 1; run <= 3; run++) {
-    const database = await freshDatabase(t);
+    const database = await freshDatabase(t, 'plants_pgbouncer');
     const { instances } = await startInstances(t, bouncer, database, 3);
     t.equal(instances.length, 3, `run ${run}: all three came up`);
     t.equal(await stopAll(t, instances, `run ${run}: `), 1, `run ${run}: exactly one created the first token`);
-    const tokens = await admin(directUrl(database), (client) => client.query('SELECT count(*)::int AS count FROM api_tokens'));
+    const tokens = await withClient(databaseUrl(database), (client) => client.query('SELECT count(*)::int AS count FROM api_tokens'));
     t.equal(tokens.rows[0].count, 1, `run ${run}: one token is stored`);
     t.equal(await advisoryLocksHeld(database), 0, `run ${run}: no advisory lock is held on the server afterwards`);
   }
@@ -172,7 +145,7 @@ t.test('transaction pooling: three instances started at once on a fresh database
 
 t.test('session pooling keeps working', options, async (t) => {
   const bouncer = await pooler(t, 'session');
-  const database = await freshDatabase(t);
+  const database = await freshDatabase(t, 'plants_pgbouncer');
   // Session mode gives each client connection a server connection of its own: the instances' pools must fit in the server pool.
   const { instances, token } = await startInstances(t, bouncer, database, 2, { DATABASE_POOL_SIZE: String(SERVER_POOL_SIZE / 2) });
   const tally = await mixedLoad(instances, token, '1', 4, 4);

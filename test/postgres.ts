@@ -3,7 +3,7 @@
 // gets a fresh schema. With CI=true a missing server is a failure; elsewhere, a visible skip.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import tap from 'tap';
+import tap, { type Test } from 'tap';
 
 export const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://root@127.0.0.1:5432/test';
 
@@ -37,11 +37,21 @@ export function testDatabaseUrl(): Promise<string> {
 }
 
 async function createDatabase(): Promise<string> {
-  const name = `plants_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin((client) => client.query(`CREATE DATABASE ${name}`));
-  tap.teardown(() => admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
+  return databaseUrl(await freshDatabase(tap, 'plants_test'));
+}
+
+/** A new empty database on the shared server, dropped when `t` ends; its name. */
+export async function freshDatabase(t: Pick<Test, 'teardown'>, prefix: string): Promise<string> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withClient(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
+  t.teardown(() => withClient(ADMIN_URL, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
+  return name;
+}
+
+/** The shared server's URL for `database`. */
+export function databaseUrl(database: string): string {
   const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
+  url.pathname = `/${database}`;
   return url.toString();
 }
 
@@ -51,19 +61,14 @@ let schemas = 0;
 export async function freshSchemaUrl(): Promise<string> {
   const url = new URL(await testDatabaseUrl());
   const schema = `s${++schemas}_${randomBytes(3).toString('hex')}`;
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await client.query(`CREATE SCHEMA ${schema}`);
-  } finally {
-    await client.end();
-  }
+  await withClient(url.toString(), (client) => client.query(`CREATE SCHEMA ${schema}`));
   url.searchParams.set('options', `-c search_path=${schema}`);
   return url.toString();
 }
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
+/** `work` on a client of its own connected to `url`, ended whatever happens. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await work(client);
