@@ -1,12 +1,14 @@
 // Health under heavy reads (npm run bench:load). A service process (npm start's Node and entry) on
-// a store whose pages of 1,000 plants are about 0.8 MB answers READERS keep-alive clients, each
-// reading GET /plants?limit=1000 again as soon as its answer ends (a 503 is not waited out), while
-// a probe opens a new connection for GET /healthz every 100 ms, as a Kubernetes liveness probe
-// does. It prints the probe's latency, how many probes took over 1 s (a 1 s probe timeout), and
-// what the readers got, once per setting in BENCH_CASES. BENCH_BEFORE=<another checkout, with its
-// own node_modules> measures its service (with its defaults) in the same run.
+// a store whose pages of 1,000 plants are about 0.8 MB answers keep-alive readers, each reading its
+// GET again as soon as its answer ends (a 503 is not waited out), while a probe opens a new
+// connection for GET /healthz every 100 ms, as a Kubernetes liveness probe does. It prints the
+// probe's latency, how many probes took over 1 s (a 1 s probe timeout), what the readers got and
+// the service's peak RSS, once per case in BENCH_CASES. The readers of a case: READERS clients
+// reading GET /plants?limit=1000 with a token (plain, or `foo;br`, which @fastify/compress reads as
+// br), or 8 anonymous clients reading /openapi.json and /openapi.yaml with br. BENCH_BEFORE=<another
+// checkout, with its own node_modules> measures its service in the same run.
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -22,45 +24,65 @@ const SECONDS = integerSetting('BENCH_SECONDS', 15, 1);
 const ROOT = resolve(import.meta.dirname, '..');
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 
-/** The settings compared: the defaults, and shedding turned off. */
-const CASES: [string, string, Record<string, string>][] = process.env.BENCH_CASES ? JSON.parse(process.env.BENCH_CASES) : [
-  ['this', 'defaults', {}],
-  ['this', 'one at once', { PAGE_READS_AT_ONCE: '1' }],
-  ['this', 'no shedding', { MAX_EVENT_LOOP_DELAY: '0s', MAX_HEAP_USED_PERCENT: '0', PAGE_READS_AT_ONCE: '0' }],
-  ...(BEFORE ? [['before', 'defaults', {}] as [string, string, Record<string, string>]] : []),
+/** What the readers of a case read: paths taken in turn by reader, its Accept-Encoding, how many, with the token or not. */
+interface Readers {
+  paths: string[];
+  encoding: string;
+  readers: number;
+  token: boolean;
+}
+
+const READER_KINDS: Record<string, Readers> = {
+  pages: { paths: ['/plants?limit=1000'], encoding: 'identity', readers: READERS, token: true },
+  'pages foo;br': { paths: ['/plants?limit=1000'], encoding: 'foo;br', readers: READERS, token: true },
+  'docs br': { paths: ['/openapi.json', '/openapi.yaml'], encoding: 'br', readers: 8, token: false },
+};
+
+/** [service, settings, environment, readers]: the defaults, shedding turned off, and the other readers. */
+type Case = [string, string, Record<string, string>, keyof typeof READER_KINDS];
+const CASES: Case[] = process.env.BENCH_CASES ? JSON.parse(process.env.BENCH_CASES) : [
+  ['this', 'defaults', {}, 'pages'],
+  ['this', 'one at once', { PAGE_READS_AT_ONCE: '1' }, 'pages'],
+  ['this', 'no shedding', { MAX_EVENT_LOOP_DELAY: '0s', MAX_HEAP_USED_PERCENT: '0', PAGE_READS_AT_ONCE: '0' }, 'pages'],
+  ['this', 'defaults', {}, 'pages foo;br'],
+  ['this', 'defaults', {}, 'docs br'],
+  ...(BEFORE ? (['pages', 'pages foo;br', 'docs br'] as const).map((readers): Case => ['before', 'defaults', {}, readers]) : []),
 ];
 
 interface Figures {
   probes: number[];
   pages: Map<number, number>;
   failures: number;
+  peakMb: number;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-load-'));
 const dbPath = join(dir, 'plants.db');
 await fillLargePlants(dbPath);
 
-console.log(`GET /healthz (new connection every 100 ms) while ${READERS} keep-alive clients read GET /plants?limit=1000 (0.8 MB) for ${SECONDS} s`);
-console.log(`${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'pages/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'load'.padStart(5)}`);
-for (const [label, settings, env] of CASES) {
+console.log(`GET /healthz (new connection every 100 ms) while keep-alive clients read for ${SECONDS} s: ${READERS} GET /plants?limit=1000 (0.8 MB), or 8 anonymous GET /openapi.json|yaml`);
+console.log(
+  `${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'readers'.padEnd(13)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'reads/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'peak MB'.padStart(8)} ${'load'.padStart(5)}`,
+);
+for (const [label, settings, env, readers] of CASES) {
   const root = label === 'before' ? BEFORE! : ROOT;
-  print(label, settings, await measure(root, env));
+  print(label, settings, readers, await measure(root, env, READER_KINDS[readers]!));
 }
 rmSync(dir, { recursive: true, force: true });
 
-function print(label: string, settings: string, { probes, pages, failures }: Figures): void {
+function print(label: string, settings: string, readers: string, { probes, pages, failures, peakMb }: Figures): void {
   const sorted = probes.toSorted((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(0);
   const slow = sorted.filter((ms) => ms > 1000).length;
   const perSecond = (status: number) => ((pages.get(status) ?? 0) / SECONDS).toFixed(1);
   console.log(
-    `${label.padEnd(8)} ${settings.padEnd(12)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
+    `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${peakMb.toFixed(0).padStart(8)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
   );
   const others = [...pages.keys()].filter((status) => status !== 200 && status !== 503 && status !== 0);
   if (others.length > 0) console.log(`  other statuses: ${others.map((status) => `${status} x${pages.get(status)}`).join(', ')}`);
 }
 
-async function measure(root: string, env: Record<string, string>): Promise<Figures> {
+async function measure(root: string, env: Record<string, string>, readers: Readers): Promise<Figures> {
   const port = await freePort();
   const copy = join(dir, `copy-${port}.db`);
   copyFileSync(dbPath, copy);
@@ -70,7 +92,8 @@ async function measure(root: string, env: Record<string, string>): Promise<Figur
   });
   try {
     while ((await get(port, '/readyz').catch(() => 0)) !== 200) await sleep(100);
-    const worker = new Worker(new URL('./load-readers.ts', import.meta.url), { workerData: { port, path: '/plants?limit=1000', readers: READERS, token: TOKEN } });
+    const workerData = { port, paths: readers.paths, encoding: readers.encoding, readers: readers.readers, token: readers.token ? TOKEN : undefined };
+    const worker = new Worker(new URL('./load-readers.ts', import.meta.url), { workerData });
     await sleep(2000); // the readers reach their steady state
     worker.postMessage('reset');
     const probes: number[] = [];
@@ -85,8 +108,8 @@ async function measure(root: string, env: Record<string, string>): Promise<Figur
     worker.postMessage('stop');
     const [statuses] = (await once(worker, 'message')) as [Map<number, number>];
     await worker.terminate();
-    const figures: Figures = { probes, pages: statuses, failures: statuses.get(0) ?? 0 };
-    return figures;
+    const peakKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]);
+    return { probes, pages: statuses, failures: statuses.get(0) ?? 0, peakMb: peakKb / 1024 };
   } finally {
     child.kill('SIGINT');
     await once(child, 'exit');

@@ -1,11 +1,11 @@
 // The readers of npm run bench:load, in a worker thread of their own so that reading 100+ MB/s
-// does not delay the bench's /healthz probe on its event loop. Each reads its GET again as soon as
-// the answer ends; on the message "stop", the worker posts the count of answers per status
-// (0: a failed connection) and exits.
+// does not delay the bench's /healthz probe on its event loop. Reader i reads paths[i % paths.length]
+// again as soon as the answer ends; on the message "stop", the worker posts the count of answers
+// per status (0: a failed connection) and exits.
 import { Agent, request } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const { port, path, readers, token } = workerData as { port: number; path: string; readers: number; token: string };
+const { port, paths, encoding, readers, token } = workerData as { port: number; paths: string[]; encoding: string; readers: number; token?: string };
 const agent = new Agent({ keepAlive: true, maxSockets: readers });
 const statuses = new Map<number, number>();
 const state = { reading: true };
@@ -16,9 +16,9 @@ parentPort!.on('message', (message) => {
 });
 
 await Promise.all(
-  Array.from({ length: readers }, async () => {
+  Array.from({ length: readers }, async (_, reader) => {
     while (state.reading) {
-      const status = await get().catch(() => 0);
+      const status = await get(paths[reader % paths.length]!).catch(() => 0);
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
   }),
@@ -26,9 +26,9 @@ await Promise.all(
 agent.destroy();
 parentPort!.postMessage(statuses);
 
-function get(): Promise<number> {
+function get(path: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const headers = { 'accept-encoding': 'identity', authorization: `Bearer ${token}` };
+    const headers = { 'accept-encoding': encoding, ...(token !== undefined && { authorization: `Bearer ${token}` }) };
     const outgoing = request({ port, host: '127.0.0.1', path, headers, agent }, (incoming) => {
       incoming.resume();
       incoming.on('end', () => resolve(incoming.statusCode ?? 0));

@@ -58,3 +58,72 @@ t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and t
   t.equal(after.headers['content-encoding'], 'gzip', 'once it is sent, the next large answer is compressed again');
   t.equal(await body(after), plain);
 });
+
+// Each form RFC 9110 §12.5.3 allows (codings, weights, OWS, empty elements, case, repeated fields)
+// and odd ones, with the Content-Encoding @fastify/compress's reading gives it: `*` and `x-gzip`
+// as gzip, nothing acceptable (not even identity) as plain rather than 406, and what its negotiator
+// makes of what RFC 9110 does not allow (`foo;br` reads as br; `gzip;q=0, *` as gzip).
+const FORMS: [string | string[] | undefined, string | undefined][] = [
+  [undefined, undefined],
+  ['', undefined],
+  ['br', 'br'],
+  ['gzip', 'gzip'],
+  ['identity', undefined],
+  ['*', 'gzip'],
+  ['gzip, br', 'br'],
+  ['br;q=0.5, gzip;q=0.9', 'gzip'],
+  ['gzip;q=1.000, br;q=0.999', 'gzip'],
+  ['br ; q=0.5 ,\tgzip;q=0.4', 'br'],
+  ['br;Q=0, gzip', 'gzip'],
+  ['BR', 'br'],
+  ['GZip', 'gzip'],
+  [', ,br,', 'br'],
+  ['br;q=0', undefined],
+  ['br;q=0.000, gzip;q=0', undefined],
+  ['*;q=0', undefined],
+  ['identity;q=0', undefined],
+  ['identity;q=0, *;q=0', undefined],
+  ['gzip;q=1.0, identity; q=0.5, *;q=0', 'gzip'],
+  ['deflate, compress, zstd', undefined],
+  ['br, br', 'br'],
+  ['br;q=0, br', 'br'],
+  ['gzip, gzip;q=0', 'gzip'],
+  [['gzip', 'br'], 'br'],
+  ['x-gzip', 'gzip'],
+  ['X-GZIP;q=0.5, deflate', 'gzip'],
+  ['foo;br', 'br'],
+  ['foo;gzip', 'gzip'],
+  ['gzip;q=0, *', 'gzip'],
+];
+
+function getWith(port: number, encoding: string | string[] | undefined): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ port, host: '127.0.0.1', path: PAGE, agent: false, headers: AUTH }, resolve);
+    // An array is sent as that many Accept-Encoding fields, which the server joins into one list.
+    if (encoding !== undefined) outgoing.setHeader('accept-encoding', encoding);
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
+
+t.test('for every form of Accept-Encoding, a large answer is compressed exactly when COMPRESSION_CONCURRENCY counts it', async (t) => {
+  const { app, store } = await build(t, { limits: { ...DEFAULT_LIMITS, compressions: 1 } });
+  for (let id = 1; id <= 1000; id++) await store.createPlant({ id: BigInt(id), name: randomName() });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const plain = await body(await get(port, 'identity'));
+
+  for (const [form, expected] of FORMS) {
+    const label = `Accept-Encoding: ${JSON.stringify(form)}`;
+    // Not read: compressed, it holds the only slot; plain, it holds none.
+    const held = await getWith(port, form);
+    held.pause();
+    t.equal(held.headers['content-encoding'], expected, `${label}: ${expected ?? 'plain'}`);
+    const probe = await get(port, 'br');
+    const counted = probe.headers['content-encoding'] === undefined;
+    t.equal(counted, expected !== undefined, `${label}: ${counted ? 'counted' : 'not counted'} against the limit, as it is ${expected ?? 'plain'}`);
+    t.equal(await body(probe), plain);
+    held.resume();
+    t.equal(await body(held), plain, `${label}: decodes to the plain page`);
+  }
+});

@@ -3,56 +3,71 @@
 // read it, so a burst of such reads multiplied memory (256 pages of 1,000: 3.2 GB with br, 166 MB
 // plain). Past the limit an answer is sent uncompressed, which is what a client that asks for
 // `identity` gets anyway; smaller answers are compressed in one synchronous call and never wait.
-import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
-
-/** Answers above this are compressed by a stream (@fastify/compress's syncThreshold). */
-export const STREAM_THRESHOLD_BYTES = 64 * 1024;
-
-/** Which accepted encodings lead @fastify/compress to compress (br, gzip, or any). */
-const COMPRESSING_ENCODING = /(^|[\s,])(br|gzip|\*)([\s;,]|$)/i;
+//
+// The encoding is decided once, here, and @fastify/compress is handed the decision through the
+// request headers it documents: `x-no-compression`, or an Accept-Encoding holding only the chosen
+// coding. A gate reading the header its own way let `foo;br` and `x-gzip` through uncounted.
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
+import { negotiatedEncoding, STREAM_THRESHOLD_BYTES } from './compression.ts';
 
 export interface CompressionGate {
   /** Streams compressing right now. */
   readonly active: number;
-  /** Put before @fastify/compress's onSend on each compressed route. */
-  readonly onSend: onSendHookHandler;
+  /** Put before @fastify/compress's onSend: decides the encoding, plain past the limit. */
+  readonly decide: onSendHookHandler;
+  /** Put right after @fastify/compress's onSend: counts the answers it compresses by a stream. */
+  readonly count: onSendHookHandler;
 }
 
 export function createCompressionGate(limit: number): CompressionGate {
   let active = 0;
-  const onSend: onSendHookHandler = (request, reply, payload, done) => {
-    if (!wouldStream(request, reply, payload)) return done(null, payload);
-    if (active >= limit) {
-      // @fastify/compress's documented opt-out; the answer still varies with Accept-Encoding.
+  const decide: onSendHookHandler = (request, reply, payload, done) => {
+    const encoding = negotiatedEncoding(request.headers['accept-encoding']);
+    if (encoding === undefined) {
+      request.headers['x-no-compression'] = 'not accepted';
+    } else if (active >= limit && streams(payload)) {
       request.headers['x-no-compression'] = 'limit';
+      // The answer still varies with Accept-Encoding.
       reply.header('vary', 'Accept-Encoding');
-      return done(null, payload);
+    } else {
+      request.headers['accept-encoding'] = encoding;
     }
-    active++;
-    // 'close' follows the last byte written and an aborted answer alike.
-    reply.raw.once('close', () => active--);
+    done(null, payload);
+  };
+  // What was compressed, not what was expected to be: the count cannot drift from the compressor.
+  const count: onSendHookHandler = (_request, reply, payload, done) => {
+    if (reply.hasHeader('content-encoding') && isStream(payload)) {
+      active++;
+      // 'close' follows the last byte written and an aborted answer alike.
+      reply.raw.once('close', () => active--);
+    }
     done(null, payload);
   };
   return {
     get active() {
       return active;
     },
-    onSend,
+    decide,
+    count,
   };
 }
 
-function wouldStream(request: FastifyRequest, reply: FastifyReply, payload: unknown): boolean {
-  const accepted = request.headers['accept-encoding'];
-  if (accepted === undefined || !COMPRESSING_ENCODING.test(accepted) || reply.hasHeader('content-encoding')) return false;
+/** Whether @fastify/compress would compress this payload by a stream rather than in one call. */
+function streams(payload: unknown): boolean {
   if (typeof payload === 'string' || Buffer.isBuffer(payload)) return Buffer.byteLength(payload) > STREAM_THRESHOLD_BYTES;
   return payload !== null && payload !== undefined; // a stream: its size is unknown, so it counts
 }
 
-/** Puts the gate first in the onSend hooks of every route built with compression options. */
+function isStream(payload: unknown): boolean {
+  return typeof (payload as { pipe?: unknown } | null)?.pipe === 'function';
+}
+
+/** Puts the gate around @fastify/compress's onSend on every route built with compression options. */
 export function gateCompressedRoutes(app: FastifyInstance, gate: CompressionGate): void {
   app.addHook('onRoute', (route) => {
     if (typeof route.compress !== 'object') return;
-    const hooks = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
-    route.onSend = [gate.onSend, ...hooks];
+    // @fastify/compress's own onRoute hook, registered before this one, has appended its onSend.
+    const hooks = route.onSend === undefined ? [] : [route.onSend].flat();
+    route.onSend = [gate.decide, ...hooks, gate.count];
   });
 }

@@ -3,12 +3,20 @@
 // built with `compress: false`, so they carry no compression hook at all, and their strong ETags
 // always describe the bytes sent.
 import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
+import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
 import type { FastifyInstance, onSendHookHandler, RouteOptions } from 'fastify';
 import type { OperationId } from '../contract/operations.ts';
 
 /** Answers smaller than this are sent as they are: compressing them saves less than it costs. */
 export const COMPRESSION_THRESHOLD_BYTES = 1024;
+
+/** Answers above this are compressed by a stream each; smaller ones in one synchronous call. */
+export const STREAM_THRESHOLD_BYTES = 64 * 1024;
+
+/** The content codings answers are sent in, brotli first: preferred on a tie. */
+const ENCODINGS = ['br', 'gzip'] as const;
+export type Encoding = (typeof ENCODINGS)[number];
 
 // Brotli quality 4 and gzip level 6: the higher settings cost many times the CPU for no smaller page.
 export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
@@ -26,7 +34,7 @@ const COMPRESSED_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
 
 /** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
 const ROUTE_COMPRESSION = {
-  encodings: ['br', 'gzip'],
+  encodings: [...ENCODINGS],
   // Types outside this are compressed when mime-db calls them compressible (JSON, text/plain);
   // it does not say so of YAML, and /openapi.yaml (about 50 KB) shrinks to a sixth.
   customTypes: /^application\/yaml(?:;|$)/,
@@ -35,8 +43,21 @@ const ROUTE_COMPRESSION = {
   zlibOptions: ZLIB_OPTIONS,
   // A typical page of 1,000 plants (30-40 KB) is compressed in one call, without the thread pool's
   // round trip; larger pages stream.
-  syncThreshold: 64 * 1024,
+  syncThreshold: STREAM_THRESHOLD_BYTES,
 } satisfies FastifyCompressOptions;
+
+// @fastify/compress's reading of the header (its getEncodingHeader): case folded, `*` and the
+// x-gzip alias taken as gzip, then @fastify/accept-negotiator over the route's encodings.
+const GZIP_ALIASES = /\*|x-gzip/g;
+
+/**
+ * The content coding of an answer to this Accept-Encoding, as @fastify/compress would choose it;
+ * undefined: plain, also when nothing is acceptable (even `identity;q=0`), rather than a 406.
+ */
+export function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
+  if (acceptEncoding === undefined) return undefined;
+  return negotiate(acceptEncoding.toLowerCase().replace(GZIP_ALIASES, 'gzip'), [...ENCODINGS]) ?? undefined;
+}
 
 /** An operation's `compress` route option. */
 export function compressionOf(operationId: string): typeof ROUTE_COMPRESSION | false {
