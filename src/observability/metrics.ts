@@ -25,7 +25,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
   collectDefaultMetrics({ register: registry });
   const requests = new Histogram({
     name: 'http_request_duration_seconds',
-    help: 'Time to answer a request, by operation (the operationId, or "unknown") and status',
+    help: 'Time to answer a request, by operation (the operationId, or "unknown"), method (one no route serves: "other") and status',
     labelNames: ['operation', 'method', 'status'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [registry],
@@ -64,14 +64,22 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   }));
 
+  // A method no route serves is "other", as a path no route matches is "unknown": what anonymous
+  // clients send must not add series (one per method Node parses grew /metrics past 64 KiB).
+  const servedMethods = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) servedMethods.add(method);
+  });
+
   // Every answer, routed or not (a 404 has no operation: "unknown"), by operation, method and status.
   const observers = new Map<string, Observe>();
   app.addHook('onResponse', (request, reply, done) => {
     const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
-    const key = `${operation} ${request.method} ${reply.statusCode}`;
+    const method = servedMethods.has(request.method) ? request.method : 'other';
+    const key = `${operation} ${method} ${reply.statusCode}`;
     let observe = observers.get(key);
     if (observe === undefined) {
-      observe = requests.labels(operation, request.method, String(reply.statusCode)).observe;
+      observe = requests.labels(operation, method, String(reply.statusCode)).observe;
       observers.set(key, observe);
     }
     observe(reply.elapsedTime / 1000);
