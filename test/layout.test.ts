@@ -25,7 +25,7 @@ const RULES: Record<string, Rule> = {
   security: { may: ['src/contract/', 'src/tokens/verifier.ts', 'src/tokens/scopes.ts'] },
   observability: { may: ['src/contract/', 'src/config.ts'] },
   transport: { may: ['src/contract/'] },
-  docs: { may: ['src/contract/'] },
+  docs: { may: ['src/contract/', 'src/transport/compression-stored.ts'] },
   // Plants and webhooks see storage only through its interface, never a driver.
   plants: { may: ['src/contract/', 'src/store/types.ts', 'src/generated/'], never: (name) => DRIVERS.includes(name) },
   webhooks: { may: ['src/contract/', 'src/store/types.ts', 'src/generated/'], never: (name) => DRIVERS.includes(name) },

@@ -5,6 +5,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
 import type { OperationHandler } from '../contract/operations.ts';
+import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
 
 export const DOCS_PREFIX = '/docs';
 
@@ -75,19 +76,24 @@ function uiFile(name: string): Buffer {
   return readFileSync(new URL(`./docs-ui/${name}`, import.meta.url));
 }
 
-/** The contract as written (YAML, byte for byte) and as JSON, from the text `readText` gives. */
+/**
+ * The contract as written (YAML, byte for byte) and as JSON, from the text `readText` gives: each
+ * built once, plain and compressed, on its first request (it never changes while the process runs).
+ */
 export function createDocsHandlers(readText: () => string): {
   getOpenApiJson: OperationHandler<'getOpenApiJson'>;
   getOpenApiYaml: OperationHandler<'getOpenApiYaml'>;
 } {
-  let json: string | undefined;
+  let json: Promise<StoredAnswer> | undefined;
+  let yaml: Promise<StoredAnswer> | undefined;
   return {
-    async getOpenApiJson(_request, reply) {
-      json ??= await yamlToJson(readText());
-      return reply.type('application/json').send(json);
+    async getOpenApiJson(request, reply) {
+      json ??= yamlToJson(readText()).then((text) => storeAnswer('application/json; charset=utf-8', text));
+      return sendStored(request, reply, await json);
     },
-    async getOpenApiYaml(_request, reply) {
-      return reply.type('application/yaml').send(readText());
+    async getOpenApiYaml(request, reply) {
+      yaml ??= storeAnswer('application/yaml', readText());
+      return sendStored(request, reply, await yaml);
     },
   };
 }

@@ -1,7 +1,7 @@
 // Response compression (gzip, brotli) for the operations whose answers can be large: their routes
 // are built with these compression options. The others (a plant, a webhook, a health check) are
 // built with `compress: false`, so they carry no compression hook at all, and their strong ETags
-// always describe the bytes sent.
+// always describe the bytes sent; the contract's documents are compressed once (compression-stored.ts).
 import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
@@ -22,22 +22,12 @@ export type Encoding = (typeof ENCODINGS)[number];
 export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
 export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
 
-/** The operations that answer lists or documents; none of them sends an ETag. */
-const COMPRESSED_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>([
-  'listPlants',
-  'listWebhooks',
-  'listWebhookDeliveries',
-  'getMetrics',
-  'getOpenApiJson',
-  'getOpenApiYaml',
-]);
+/** The operations that answer lists or metrics; none of them sends an ETag. */
+const COMPRESSED_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>(['listPlants', 'listWebhooks', 'listWebhookDeliveries', 'getMetrics']);
 
 /** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
 const ROUTE_COMPRESSION = {
   encodings: [...ENCODINGS],
-  // Types outside this are compressed when mime-db calls them compressible (JSON, text/plain);
-  // it does not say so of YAML, and /openapi.yaml (about 50 KB) shrinks to a sixth.
-  customTypes: /^application\/yaml(?:;|$)/,
   threshold: COMPRESSION_THRESHOLD_BYTES,
   brotliOptions: BROTLI_OPTIONS,
   zlibOptions: ZLIB_OPTIONS,

@@ -278,7 +278,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document, as JSON */
+        /**
+         * This document, as JSON
+         * @description Built once per process, plain and in each content coding, and served as stored: each
+         *     coding has its own strong `ETag`, and `If-None-Match` naming the one the request would get
+         *     answers 304.
+         */
         get: operations["getOpenApiJson"];
         put?: never;
         post?: never;
@@ -295,7 +300,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document, as YAML */
+        /**
+         * This document, as YAML
+         * @description Built once per process, plain and in each content coding, and served as stored: each
+         *     coding has its own strong `ETag`, and `If-None-Match` naming the one the request would get
+         *     answers 304.
+         */
         get: operations["getOpenApiYaml"];
         put?: never;
         post?: never;
@@ -797,6 +807,11 @@ export interface components {
         WebhookSignatureHeader: string;
         /** @description The event type, e.g. `plant.created` */
         WebhookEventHeader: string;
+        /**
+         * @description ETags of copies the client holds (`*`, any; a `W/` prefix is ignored, RFC 9110's weak
+         *     comparison): naming the representation the request would get answers 304 without a body
+         */
+        DocumentIfNoneMatch: string;
         /** @description Proceed only while the plant has one of these ETags (`*`, any); otherwise 412 */
         IfMatch: string;
     };
@@ -805,11 +820,21 @@ export interface components {
         /** @description Strong validator of the plant's current content */
         ETag: string;
         /**
+         * @description Strong validator of the bytes sent: the document's plain, `br` and `gzip` forms each have
+         *     their own, which stays the same while the instance runs
+         */
+        DocumentETag: string;
+        /**
          * @description `br` or `gzip`, when the body is compressed: only answers of 1 KiB or more, by the
-         *     client's `Accept-Encoding` (brotli preferred on a tie); otherwise absent and the body is plain
+         *     client's `Accept-Encoding` (brotli preferred on a tie; `*` and `x-gzip` read as gzip);
+         *     otherwise absent and the body is plain, also when the client accepts neither and refuses
+         *     `identity` (`identity;q=0`): never a 406
          */
         "Content-Encoding": "br" | "gzip";
-        /** @description `accept-encoding` on a compressed answer: the body depends on the request's `Accept-Encoding` */
+        /**
+         * @description `accept-encoding` on a compressed answer, and on every 200 and 304 of `/openapi.json` and
+         *     `/openapi.yaml`: the body depends on the request's `Accept-Encoding`
+         */
         Vary: string;
         /**
          * @description `close` when the connection closes after this answer: the request's body was not read
@@ -1513,7 +1538,13 @@ export interface operations {
     getOpenApiJson: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of copies the client holds (`*`, any; a `W/` prefix is ignored, RFC 9110's weak
+                 *     comparison): naming the representation the request would get answers 304 without a body
+                 */
+                "If-None-Match"?: components["parameters"]["DocumentIfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1522,6 +1553,7 @@ export interface operations {
             /** @description The OpenAPI document */
             200: {
                 headers: {
+                    ETag: components["headers"]["DocumentETag"];
                     "Content-Encoding": components["headers"]["Content-Encoding"];
                     Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
@@ -1539,6 +1571,15 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            /** @description The copy `If-None-Match` names is the current one */
+            304: {
+                headers: {
+                    ETag: components["headers"]["DocumentETag"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             400: components["responses"]["BadRequest"];
             408: components["responses"]["RequestTimeout"];
             417: components["responses"]["ExpectationFailed"];
@@ -1550,7 +1591,13 @@ export interface operations {
     getOpenApiYaml: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description ETags of copies the client holds (`*`, any; a `W/` prefix is ignored, RFC 9110's weak
+                 *     comparison): naming the representation the request would get answers 304 without a body
+                 */
+                "If-None-Match"?: components["parameters"]["DocumentIfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1559,6 +1606,7 @@ export interface operations {
             /** @description The OpenAPI document */
             200: {
                 headers: {
+                    ETag: components["headers"]["DocumentETag"];
                     "Content-Encoding": components["headers"]["Content-Encoding"];
                     Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
@@ -1572,6 +1620,15 @@ export interface operations {
                      */
                     "application/yaml": string;
                 };
+            };
+            /** @description The copy `If-None-Match` names is the current one */
+            304: {
+                headers: {
+                    ETag: components["headers"]["DocumentETag"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             408: components["responses"]["RequestTimeout"];

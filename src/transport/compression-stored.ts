@@ -1,0 +1,48 @@
+// Answers that never change while the process runs (the contract's documents), compressed once
+// instead of on every request: brotli on the event loop for each fetch of /openapi.json put a
+// health probe seconds behind. Each coding is built on first use, on zlib's thread pool, with a
+// strong ETag of its bytes; a request gets the coding every compressed answer would get.
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { brotliCompress, gzip } from 'node:zlib';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ifNoneMatchHits } from '../contract/conditional.ts';
+import { BROTLI_OPTIONS, negotiatedEncoding, ZLIB_OPTIONS, type Encoding } from './compression.ts';
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+interface Representation {
+  bytes: Buffer;
+  /** Strong: it names these bytes, so each coding has its own (RFC 9110 §8.8.3). */
+  etag: string;
+}
+
+/** One answer, as its Content-Type and its bytes plain and in each content coding. */
+export interface StoredAnswer {
+  type: string;
+  identity: Representation;
+  codings: Record<Encoding, Representation>;
+}
+
+export async function storeAnswer(type: string, body: string): Promise<StoredAnswer> {
+  const plain = Buffer.from(body);
+  const [br, gzipped] = await Promise.all([brotliAsync(plain, BROTLI_OPTIONS), gzipAsync(plain, ZLIB_OPTIONS)]);
+  return { type, identity: representation(plain), codings: { br: representation(br), gzip: representation(gzipped) } };
+}
+
+function representation(bytes: Buffer): Representation {
+  return { bytes, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"` };
+}
+
+/** The representation the request's Accept-Encoding picks, or 304 when If-None-Match names it. */
+export function sendStored(request: FastifyRequest, reply: FastifyReply, answer: StoredAnswer): FastifyReply {
+  const encoding = negotiatedEncoding(request.headers['accept-encoding']);
+  const chosen = encoding === undefined ? answer.identity : answer.codings[encoding];
+  // Read first: a malformed If-None-Match is a 400, which carries neither header.
+  const fresh = ifNoneMatchHits(request.headers['if-none-match'], chosen.etag);
+  reply.header('vary', 'accept-encoding').header('etag', chosen.etag);
+  if (fresh) return reply.code(304).send();
+  if (encoding !== undefined) reply.header('content-encoding', encoding);
+  return reply.type(answer.type).send(chosen.bytes);
+}
