@@ -30,6 +30,8 @@ interface Figures {
   peakMb: number;
   afterMb: number;
   answered: number;
+  /** Statuses other than 200, with their counts (0: the connection failed). */
+  others: string;
   wireMb: number;
 }
 
@@ -43,6 +45,7 @@ rmSync(dir, { recursive: true, force: true });
 
 function print(label: string, what: string, f: Figures): void {
   console.log(`${label.padEnd(10)} ${what.padEnd(18)} ${f.peakMb.toFixed(0).padStart(8)} ${f.afterMb.toFixed(0).padStart(9)} ${`${f.answered}`.padStart(9)} ${f.wireMb.toFixed(0).padStart(8)}`);
+  if (f.others !== '') console.log(`  other statuses: ${f.others}`);
 }
 
 async function measure(root: string, path: string, encoding: string, burst: number, auth: boolean): Promise<Figures> {
@@ -66,12 +69,19 @@ async function measure(root: string, path: string, encoding: string, burst: numb
       peakMb: kb('VmHWM') / 1024,
       afterMb: kb('VmRSS') / 1024,
       answered: results.filter((r) => r.status === 200).length,
+      others: otherStatuses(results.map((r) => r.status)),
       wireMb: results.reduce((sum, r) => sum + r.bytes, 0) / 2 ** 20,
     };
   } finally {
     child.kill('SIGINT');
     await new Promise((resolve) => child.once('exit', resolve));
   }
+}
+
+function otherStatuses(statuses: number[]): string {
+  const counts = new Map<number, number>();
+  for (const status of statuses) if (status !== 200) counts.set(status, (counts.get(status) ?? 0) + 1);
+  return [...counts].map(([status, count]) => `${status} x${count}`).join(', ');
 }
 
 async function ready(port: number): Promise<void> {

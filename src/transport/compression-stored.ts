@@ -1,7 +1,7 @@
 // Answers that never change while the process runs (the contract's documents), compressed once
-// instead of on every request: brotli on the event loop for each fetch of /openapi.json put a
-// health probe seconds behind. Each coding is built on first use, on zlib's thread pool, with a
-// strong ETag of its bytes; a request gets the coding every compressed answer would get.
+// instead of on every request, where brotli on the event loop let 8 anonymous readers slow every
+// other answer (npm run bench:load). Each coding is built on first use, on zlib's thread pool,
+// with a strong ETag of its bytes; a request gets the coding any compressed answer would get.
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, gzip } from 'node:zlib';
