@@ -76,11 +76,11 @@ async function run(hanging: number): Promise<Result> {
     const deadline = sleep(GIVE_UP_S * 1000 - (performance.now() - start), undefined, { signal: giveUp.signal }).catch(() => undefined);
     await Promise.race([healthy.all, deadline]);
     giveUp.abort();
+    const end = performance.now();
     if (healthy.arrivals.size < EVENTS) {
       const deliveries = (await (await fetch(`${server.url}/webhooks/${subscription}/deliveries?limit=1000`, { headers })).json()) as { status: string }[];
       console.log(`  the healthy subscription's deliveries not delivered: ${JSON.stringify(deliveries.filter((d) => d.status !== 'delivered').slice(0, 3))}`);
     }
-    const end = performance.now();
     // An event that has not arrived is at least as late as the moment the case gave up.
     const lateness = [...sent].map(([id, at]) => ((healthy.arrivals.get(id) ?? end) - at) / 1000).sort((a, b) => a - b);
     return { arrived: healthy.arrivals.size, worst: lateness.at(-1)!, median: lateness[Math.floor(lateness.length / 2)]!, held: silent.requests() };

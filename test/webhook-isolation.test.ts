@@ -146,7 +146,7 @@ for (const hangingCount of [8, 32, 100]) {
       if (response.status !== 200) t.fail(`plant ${id} answered ${response.status}`);
     }
     t.equal(await outcome, 'the healthy receiver', `the healthy receiver got all ${events} events before any hanging subscription was cut off twice`);
-    t.equal(new Set(healthy.ids).size, events, `(it has ${new Set(healthy.ids).size})`);
+    t.equal(new Set(healthy.ids).size, events, `the healthy receiver has ${new Set(healthy.ids).size} distinct events`);
     t.equal(hanging.paths.size, hangingCount, `while every hanging subscription got its turn too (${hanging.paths.size})`);
 
     await hanging.close(); // its held attempts end now, so the server stops without waiting out WEBHOOK_TIMEOUT
