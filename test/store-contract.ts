@@ -1017,6 +1017,40 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(busyAgain.length, 2, 'leases that ran out (a crashed sender) no longer count: 2 again');
     });
 
+    t.test('a subscription holding no lease gets its first due delivery even when the shared slots are all taken', async (t) => {
+      const store = await open(t);
+      const subscriptions = [];
+      for (const label of ['first', 'second', 'third']) subscriptions.push(await store.createSubscription(newSubscription(label, ['plant.created'])));
+      await seed(t, store, Array.from({ length: 4 }, (_, i) => ({ id: BigInt(i + 1), name: `plant ${i}` })));
+      const own = await store.claimDueDeliveries(NOW, LEASE_MS, 0, 2);
+      t.strictSame(own.map((delivery) => delivery.subscriptionId).sort(compareBigints), subscriptions.map(({ id }) => id), 'no shared slot: still one each');
+      t.strictSame(own.map((delivery) => delivery.payload), Array(3).fill(eventPayload({ id: 1n, name: 'plant 0' })), 'each its oldest');
+      t.strictSame(await store.claimDueDeliveries(NOW, LEASE_MS, 0, 2), [], 'then none: each holds a lease');
+      const shared = await store.claimDueDeliveries(NOW, LEASE_MS, 1, 2);
+      t.equal(shared.length, 1, 'a shared slot takes one more');
+      const other = own.find((delivery) => delivery.subscriptionId !== shared[0]!.subscriptionId)!;
+      await store.recordAttempt({ id: other.id, at: iso(1), result: 'delivered', responseStatus: 204 });
+      const freed = await store.claimDueDeliveries(later(1), LEASE_MS, 0, 2);
+      t.strictSame(freed.map((delivery) => delivery.subscriptionId), [other.subscriptionId], 'its attempt recorded, a subscription left without a lease gets its own slot again');
+    });
+
+    t.test('until its receiver answers, a subscription gets only its unanswered share', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('new', ['plant.created']));
+      await seed(t, store, Array.from({ length: 8 }, (_, i) => ({ id: BigInt(i + 1), name: `plant ${i}` })));
+      const [first, ...more] = await store.claimDueDeliveries(NOW, LEASE_MS, 10, 3, 1);
+      t.equal(more.length, 0, 'never attempted: one lease');
+      await store.recordAttempt({ id: first!.id, at: iso(1), result: 'retry', nextAttemptAt: iso(LEASE_MS * 10), error: 'could not deliver: timeout' });
+      const [second, ...none] = await store.claimDueDeliveries(later(2), LEASE_MS, 10, 3, 1);
+      t.equal(none.length, 0, 'no answer: still one');
+      await store.recordAttempt({ id: second!.id, at: iso(3), result: 'retry', nextAttemptAt: iso(LEASE_MS * 10), responseStatus: 503, error: '503' });
+      const answered = await store.claimDueDeliveries(later(4), LEASE_MS, 10, 3, 1);
+      t.equal(answered.length, 3, 'answered (even 503): its full share');
+      await store.recordAttempt({ id: answered[0]!.id, at: iso(5), result: 'retry', nextAttemptAt: iso(LEASE_MS * 10), error: 'could not deliver: timeout' });
+      t.strictSame(await store.claimDueDeliveries(later(6), LEASE_MS, 10, 3, 1), [], 'no answer again: one lease, and it holds two');
+      t.equal((await store.claimDueDeliveries(later(6), LEASE_MS, 10, 3)).length, 1, 'the same without a share for unanswered receivers: up to 3');
+    });
+
     t.test('a rotated secret signs with the previous one until the overlap ends; a disabled subscription is enabled again', async (t) => {
       const store = await open(t);
       const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']));

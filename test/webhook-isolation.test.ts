@@ -1,6 +1,9 @@
 // Webhook subscribers are isolated: a real server process delivers to a receiver that never
 // answers, one that is down and one that is healthy; the healthy one gets every event while the
 // hanging one still holds its first requests open (the sender's WEBHOOK_TIMEOUT has not ended them).
+// However many subscriptions hang (more than the dispatcher's 32 shared slots too), a healthy one
+// subscribed after them gets all its events before the sender cuts off any hanging subscription's
+// requests a second time.
 import t, { type Test } from 'tap';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,25 +20,46 @@ interface Receiver {
   url: string;
   /** Requests that arrived, by webhook-id. */
   ids: string[];
+  /** The paths requests arrived at (one per subscription, when each has its own). */
+  paths: Set<string>;
   /** Requests whose connection the sender closed (its timeout ended them). */
   abandoned: () => number;
   /** Resolves once `count` distinct webhook-ids have arrived. */
   distinct: (count: number) => Promise<void>;
+  /** Resolves once the sender has closed two requests to the same path: one subscription's attempts timed out twice. */
+  cutOffTwice: () => Promise<void>;
   close: () => Promise<void>;
 }
 
 /** A receiver on 127.0.0.1 that answers 204 at once, or (`hang`) reads the request and never answers. */
 async function startReceiver(t: Test, hang: boolean): Promise<Receiver> {
   const ids: string[] = [];
+  const paths = new Set<string>();
   let abandoned = 0;
+  const abandonedByPath = new Map<string, number>();
   const waiters = new Set<() => void>();
+  const notify = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
+  const until = (reached: () => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => reached() && (waiters.delete(check), resolve());
+      waiters.add(check);
+      check();
+    });
   const server = createHttpServer((request, response) => {
     request.resume();
     request.on('end', () => {
+      const path = String(request.url);
       ids.push(String(request.headers['webhook-id']));
-      for (const waiter of [...waiters]) waiter();
-      if (hang) response.on('close', () => (abandoned += 1));
-      else response.writeHead(204).end();
+      paths.add(path);
+      notify();
+      if (!hang) return response.writeHead(204).end();
+      response.on('close', () => {
+        abandoned += 1;
+        abandonedByPath.set(path, (abandonedByPath.get(path) ?? 0) + 1);
+        notify();
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -47,13 +71,10 @@ async function startReceiver(t: Test, hang: boolean): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     ids,
+    paths,
     abandoned: () => abandoned,
-    distinct: (count) =>
-      new Promise<void>((resolve) => {
-        const check = () => new Set(ids).size >= count && (waiters.delete(check), resolve());
-        waiters.add(check);
-        check();
-      }),
+    distinct: (count) => until(() => new Set(ids).size >= count),
+    cutOffTwice: () => until(() => [...abandonedByPath.values()].some((times) => times >= 2)),
     close,
   };
 }
@@ -95,3 +116,40 @@ t.test('a receiver that never answers, and one that is down, delay only their ow
   await hanging.close(); // its held attempts end now, so the server stops without waiting out WEBHOOK_TIMEOUT
   t.same(await server.stop('SIGTERM'), { code: 0, signal: null }, 'SIGTERM exits 0');
 });
+
+// The dispatcher shares 32 slots; 8 hanging subscriptions could hold them all, 100 outnumber them.
+for (const hangingCount of [8, 32, 100]) {
+  t.test(`beside ${hangingCount} subscriptions whose receiver never answers, a healthy one gets every event`, async (t) => {
+    const hanging = await startReceiver(t, true);
+    const healthy = await startReceiver(t, false);
+    const server = await startServer(
+      t,
+      serverEnv(t.testdir(), {
+        API_TOKENS: TOKEN,
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => '100ms').join(','),
+        // Short, so that the sender cuts off and retries hanging deliveries while the healthy one is served.
+        WEBHOOK_TIMEOUT: '4s',
+      }),
+    );
+    // Subscribed first: their deliveries are the oldest of every event, and come first in every claim.
+    for (let index = 0; index < hangingCount; index++) {
+      const response = await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: `${hanging.url}/${index}` }) });
+      if (response.status !== 201) t.fail(`subscription ${index} answered ${response.status}`);
+    }
+    await subscribe(t, server, healthy.url);
+
+    const events = 30;
+    const outcome = Promise.race([healthy.distinct(events).then(() => 'the healthy receiver'), hanging.cutOffTwice().then(() => 'a hanging subscription')]);
+    for (let id = 1; id <= events; id++) {
+      const response = await fetch(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: `plant ${id}` }) });
+      if (response.status !== 200) t.fail(`plant ${id} answered ${response.status}`);
+    }
+    t.equal(await outcome, 'the healthy receiver', `the healthy receiver got all ${events} events before any hanging subscription was cut off twice`);
+    t.equal(new Set(healthy.ids).size, events, `the healthy receiver has ${new Set(healthy.ids).size} distinct events`);
+    t.equal(hanging.paths.size, hangingCount, `while every hanging subscription got its turn too (${hanging.paths.size})`);
+
+    await hanging.close(); // its held attempts end now, so the server stops without waiting out WEBHOOK_TIMEOUT
+    t.same(await server.stop('SIGTERM'), { code: 0, signal: null }, 'SIGTERM exits 0');
+  });
+}

@@ -568,7 +568,8 @@ t.test('POST /webhooks refuses targets on loopback, private, link-local or unres
   for (const url of refused) {
     const response = await api(t, app, { method: 'POST', url: '/webhooks', headers: { ...AUTH, ...JSON_TYPE }, payload: JSON.stringify({ url }) });
     t.equal(response.statusCode, 400, url);
-    t.match(JSON.parse(response.body).message, /^The request body field "url" resolves to .+, a loopback, private, link-local or reserved address\.$/, url);
+    // Which address, never: that would make the endpoint a lookup service for internal names.
+    t.equal(JSON.parse(response.body).message, 'The request body field "url" resolves to a loopback, private, link-local or reserved address.', url);
   }
   const nowhere = 'http://no-such-host.invalid/x';
   const unresolved = await api(t, app, { method: 'POST', url: '/webhooks', headers: { ...AUTH, ...JSON_TYPE }, payload: JSON.stringify({ url: nowhere }) });
@@ -642,7 +643,7 @@ t.test('the target is checked again at delivery: a private one is refused, nothi
   t.match(byLiteral, { attempts: 1n, lastError: /^refused: 127\.0\.0\.1 is a loopback, private, link-local or reserved address$/ });
   t.notOk('lastResponseStatus' in byLiteral);
   const byName = await onlyDelivery(t, app, named.id, 'failed');
-  t.match(byName, { attempts: 1n, lastError: /localhost resolves to .+, which webhooks may not reach/ }, `named host: ${byName.lastError}`);
+  t.match(byName, { attempts: 1n, lastError: /localhost resolves to a loopback, private, link-local or reserved address, which webhooks may not reach/ }, `named host: ${byName.lastError}`);
   t.equal(hook.requests.length, 0, 'the receiver got nothing');
 });
 

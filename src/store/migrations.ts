@@ -109,4 +109,14 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until {time};
     `,
   },
+  {
+    version: 7,
+    name: 'whether a webhook receiver answered its latest attempt; indexes that let a claim read a few rows per subscription',
+    sql: `
+      ALTER TABLE webhook_subscriptions ADD COLUMN answered_at {time};
+      DROP INDEX webhook_deliveries_due;
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, subscription_id, next_attempt_at, id);
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (claimed_until);
+    `,
+  },
 ];

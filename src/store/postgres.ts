@@ -81,7 +81,13 @@ export class PostgresStore extends SqlStore {
 }
 
 class PostgresDriver implements Driver {
-  readonly spelling: Spelling = { dialect: 'postgres', forUpdate: ' FOR UPDATE', skipLocked: ' FOR UPDATE SKIP LOCKED', firstTokenLock: FIRST_TOKEN_LOCK };
+  readonly spelling: Spelling = {
+    dialect: 'postgres',
+    forUpdate: ' FOR UPDATE',
+    skipLocked: (table) => ` FOR UPDATE OF ${table} SKIP LOCKED`,
+    firstTokenLock: FIRST_TOKEN_LOCK,
+    firstDeliveries: (where, order) => `CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER)) x`,
+  };
   readonly #pool: pg.Pool;
   #closed = false;
   /** How many operations are under way; close() lets them finish before ending the pool. */

@@ -28,10 +28,21 @@ export type Steps<T> = Generator<Statement, T, unknown>;
 export type WriteScope = 'statement' | 'transaction' | WebhookEvent;
 
 /**
- * How a database spells what SQL leaves open: `forUpdate` holds the rows a select read until commit, `skipLocked`
- * lets instances claiming together take disjoint deliveries, `firstTokenLock` serializes first tokens where the write lock does not.
+ * How a database spells what SQL leaves open: `forUpdate` holds the rows a select read until commit, `skipLocked(table)`
+ * lets instances claiming together take disjoint deliveries (the rows of `table`, a name in the select), `firstTokenLock`
+ * serializes first tokens where the write lock does not, `firstDeliveries` joins the row before it to its first deliveries.
  */
-export interface Spelling { dialect: Dialect; forUpdate: string; skipLocked: string; firstTokenLock?: string }
+export interface Spelling {
+  dialect: Dialect;
+  forUpdate: string;
+  skipLocked: (table: string) => string;
+  firstTokenLock?: string;
+  /**
+   * A join that gives each row before it its first deliveries, as `x`: those `where(alias)` selects (a condition on
+   * that row), in the order `order(alias)`, up to a limit given as one more parameter after those of `where`.
+   */
+  firstDeliveries: (where: (alias: string) => string, order: (alias: string) => string) => string;
+}
 
 export interface Driver {
   readonly spelling: Spelling;
@@ -84,18 +95,34 @@ const SUBSCRIPTION = `id, url, events, created_at AS "createdAt", disabled_at AS
 const DELIVERY = `message_id AS "messageId", event, status, attempts, created_at AS "createdAt", last_attempt_at AS "lastAttemptAt",
   last_response_status AS "lastResponseStatus", last_error AS "lastError", CASE WHEN status = 'pending' THEN next_attempt_at END AS "nextAttemptAt"`;
 const CLAIMED = 'id, message_id AS "messageId", event, payload, attempts, subscription_id AS "subscriptionId", traceparent, next_attempt_at AS due';
-const DUE = "status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)";
+/** A due delivery `x` whose lease, if any, has ended. Parameters: now, now. */
+const dueAs = (x: string) => `${x}.status = 'pending' AND ${x}.next_attempt_at <= ? AND (${x}.claimed_until IS NULL OR ${x}.claimed_until <= ?)`;
 /**
- * The due deliveries a claim may take: each subscription's in its due order, up to `perSubscription` less those it already
- * has leased (in flight here or on another instance), taken round-robin (every subscription's first, then every second…)
- * so that one subscription's backlog never fills a claim. Parameters: now, now, now, perSubscription, limit.
+ * The due deliveries a claim may take: each subscription's in its due order, up to its share less those it already has
+ * leased (in flight here or on another instance). Its share is `perSubscription`, or `unanswered` until its receiver has
+ * answered its latest attempt. The first `limit` (the shared slots) are taken round-robin (every subscription's first,
+ * then every second…) so that one subscription's backlog never fills a claim; beyond them, a subscription holding no
+ * lease always gets its first (its own slot), so receivers that hang cannot hold every slot.
+ * `queue` reads a few rows of each subscription along an index, so a claim costs the same whatever the backlog of
+ * receivers that are down; `held` is materialized so that it is read through the index of leases.
+ * Parameters: unanswered, perSubscription, now, now, perSubscription, now, limit.
  */
-const CANDIDATES = `SELECT d.id FROM (
-    SELECT id, subscription_id, next_attempt_at, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at, id) AS place
-    FROM webhook_deliveries WHERE ${DUE}) d
-  LEFT JOIN (SELECT subscription_id, count(*) AS leased FROM webhook_deliveries WHERE status = 'pending' AND claimed_until > ?
-    GROUP BY subscription_id) l ON l.subscription_id = d.subscription_id
-  WHERE d.place + coalesce(l.leased, 0) <= CAST(? AS INTEGER) ORDER BY d.place, d.next_attempt_at, d.id LIMIT CAST(? AS INTEGER)`;
+function candidates({ firstDeliveries }: Spelling): string {
+  const first = firstDeliveries((y) => `${y}.subscription_id = s.id AND ${dueAs(y)}`, (y) => `${y}.next_attempt_at, ${y}.id`);
+  return `WITH queue AS (SELECT s.id AS subscription_id, CASE WHEN s.answered_at IS NULL THEN CAST(? AS INTEGER) ELSE CAST(? AS INTEGER) END AS share,
+      x.id, x.next_attempt_at AS due, row_number() OVER (PARTITION BY s.id ORDER BY x.next_attempt_at, x.id) AS place
+      FROM webhook_subscriptions s ${first}),
+    held AS MATERIALIZED (SELECT subscription_id, status FROM webhook_deliveries WHERE claimed_until > ?),
+    leases AS (SELECT subscription_id, count(*) AS leased FROM held WHERE status = 'pending' GROUP BY subscription_id),
+    allowed AS (SELECT q.id, q.place, coalesce(l.leased, 0) AS leased, row_number() OVER (ORDER BY q.place, q.due, q.id) AS turn
+      FROM queue q LEFT JOIN leases l ON l.subscription_id = q.subscription_id WHERE q.place + coalesce(l.leased, 0) <= q.share)
+    SELECT id FROM allowed WHERE turn <= CAST(? AS INTEGER) OR (place = 1 AND leased = 0)`;
+}
+// Whether a subscription's receiver answered its latest attempt (with any status), which a claim's share follows; written
+// only when it changes, and before the delivery, so that every writer locks a subscription before its deliveries (no deadlock).
+const OF_PENDING = "(SELECT subscription_id FROM webhook_deliveries WHERE id = ? AND status = 'pending')";
+const ANSWERED = `UPDATE webhook_subscriptions SET answered_at = ? WHERE id = ${OF_PENDING} AND answered_at IS NULL`;
+const UNANSWERED = `UPDATE webhook_subscriptions SET answered_at = NULL WHERE id = ${OF_PENDING} AND answered_at IS NOT NULL`;
 // Where a claimed delivery goes and what signs it: the previous secret too while its overlap lasts (parameters: now, id).
 const TARGET = `SELECT url, secret, CASE WHEN previous_secret_until > ? THEN previous_secret END AS "previousSecret"
   FROM webhook_subscriptions WHERE id = ?`;
@@ -263,10 +290,19 @@ export class SqlStore implements PlantStore {
   readonly #driver: Driver;
   /** The select of a plant a conditional write changes, held until commit where the database needs it spelled. */
   readonly #plantForUpdate: string;
+  /** The deliveries a claim may take (`candidates`), and the statement that leases them, as the database spells them. */
+  readonly #candidates: string;
+  readonly #claim: string;
 
   constructor(driver: Driver) {
     this.#driver = driver;
     this.#plantForUpdate = PLANT_BY_ID + driver.spelling.forUpdate;
+    this.#candidates = candidates(driver.spelling);
+    // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and the due test are taken
+    // again on each. CROSS JOIN makes SQLite look each candidate up by id, not scan every pending delivery.
+    this.#claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
+      SELECT w.id FROM (${this.#candidates}) c CROSS JOIN webhook_deliveries w WHERE w.id = c.id AND ${dueAs('w')}${driver.spelling.skipLocked('w')})
+      RETURNING ${CLAIMED}`;
   }
 
   createPlant(plant: PlantRecord): Promise<CreateResult> {
@@ -372,8 +408,10 @@ export class SqlStore implements PlantStore {
 
   deleteSubscription(id: bigint): Promise<boolean> {
     return this.#driver.write(function* () {
+      // The subscription first, as recordAttempt locks it before a delivery.
+      const deleted = (yield run('DELETE FROM webhook_subscriptions WHERE id = ?', id)) === 1;
       yield run('DELETE FROM webhook_deliveries WHERE subscription_id = ?', id);
-      return (yield run('DELETE FROM webhook_subscriptions WHERE id = ?', id)) === 1;
+      return deleted;
     }, 'transaction');
   }
 
@@ -385,18 +423,15 @@ export class SqlStore implements PlantStore {
     return rows?.map((row) => record<Delivery>(row));
   }
 
-  async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit): Promise<ClaimedDelivery[]> {
+  async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit, unanswered = perSubscription): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
-    const candidates = [at, at, at, perSubscription, limit];
+    const chosen = [unanswered, perSubscription, at, at, perSubscription, at, limit];
     // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
-    if ((await this.#driver.read(() => only<Row[]>(all(CANDIDATES, ...candidates)))).length === 0) return [];
+    if ((await this.#driver.read(() => only<Row[]>(all(this.#candidates, ...chosen)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
-    const { skipLocked } = this.#driver.spelling;
+    const claim = this.#claim;
     return this.#driver.write(function* () {
-      // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and DUE are taken again on each.
-      const claim = `UPDATE webhook_deliveries SET claimed_until = ? WHERE id IN (
-        SELECT id FROM webhook_deliveries WHERE id IN (${CANDIDATES}) AND ${DUE}${skipLocked}) RETURNING ${CLAIMED}`;
-      const rows = ((yield all(claim, until, ...candidates, at, at)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
+      const rows = ((yield all(claim, until, ...chosen, at, at)) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
       const targets = new Map<bigint, Row | undefined>();
       for (const { subscriptionId: id } of rows) {
         if (!targets.has(id)) targets.set(id, ((yield all(TARGET, at, id)) as Row[])[0]);
@@ -413,6 +448,8 @@ export class SqlStore implements PlantStore {
   recordAttempt(outcome: AttemptOutcome): Promise<void> {
     outcome = withStorableDiagnostics(outcome);
     return this.#driver.write(function* () {
+      if (outcome.responseStatus === undefined) yield run(UNANSWERED, outcome.id);
+      else yield run(ANSWERED, outcome.at, outcome.id);
       // Only a pending delivery takes an outcome: one failed meanwhile (its subscription disabled) stays failed.
       const attempt = `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, last_response_status = ?,
         last_error = ?, next_attempt_at = ?, claimed_until = NULL WHERE id = ? AND status = 'pending' RETURNING subscription_id`;

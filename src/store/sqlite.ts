@@ -48,7 +48,14 @@ export class SqliteStore extends SqlStore {
 }
 
 class SqliteDriver implements Driver {
-  readonly spelling: Spelling = { dialect: 'sqlite', forUpdate: '', skipLocked: '' };
+  readonly spelling: Spelling = {
+    dialect: 'sqlite',
+    forUpdate: '',
+    skipLocked: () => '',
+    // No LATERAL: the ids of each row's first deliveries, looked up by id.
+    firstDeliveries: (where, order) => `JOIN webhook_deliveries x ON x.id IN (
+      SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER))`,
+  };
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, reading integers as BigInt so that int64 ids stay exact. */
   readonly #prepared = new Map<string, StatementSync>();

@@ -195,11 +195,14 @@ export interface PlantStore {
   /** Newest first; undefined when the subscription does not exist. */
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
   /**
-   * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`.
+   * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`, and beyond that limit the
+   * first due delivery of every subscription that holds no lease (its own slot, which no other subscription can take).
    * Instances sharing a database never lease the same delivery at once. A subscription gets at most `perSubscription`
-   * leased at once (counting those it holds already), and a claim takes every subscription's first due delivery before any second.
+   * leased at once (counting those it holds already), or `unanswered` while its receiver has not answered its latest
+   * attempt (or had none yet), and a claim takes every subscription's first due delivery before any second.
    */
-  claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number): Promise<ClaimedDelivery[]>;
+  claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number, unanswered?: number): Promise<ClaimedDelivery[]>;
+  /** Records an attempt's outcome, and whether the receiver answered it (a `responseStatus`), for the subscription's share. */
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
   /** Deliveries waiting to be sent or retried. */
   countPendingDeliveries(): Promise<number>;

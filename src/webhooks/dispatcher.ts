@@ -1,9 +1,10 @@
-// Sends what the outbox holds. It leases due deliveries as sending slots free up (instances sharing
-// a database never lease the same one; each subscription holds at most a few leases at once, so a
-// receiver that hangs or is slow delays only its own deliveries), POSTs each with Standard
-// Webhooks headers signed by the `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
-// subscription disabled; anything else (another status, a redirect, a timeout, a refused
-// target) retried after the next delay of the schedule, with jitter, until it runs out.
+// Sends what the outbox holds. It leases due deliveries as sending slots free up: every subscription
+// has a slot of its own, and shares the others (at most a few at once, none while its receiver does
+// not answer), so a receiver that hangs or is slow delays only its own deliveries; instances sharing
+// a database never lease the same one. It POSTs each with Standard Webhooks headers signed by the
+// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
+// subscription disabled; anything else (another status, a redirect, a timeout, a refused target)
+// retried after the next delay of the schedule, with jitter, until it runs out.
 // At-least-once: a crash between sending and recording means one more send after the lease.
 import { Webhook } from 'standardwebhooks';
 import type { Agent, request } from 'undici';
@@ -39,8 +40,8 @@ export interface DispatcherOptions {
   /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
   traceAttempt?: TraceAttempt;
   pollMs?: number;
-  /** Deliveries in flight at once on this instance. */
-  batchSize?: number;
+  /** Shared slots: deliveries in flight at once on this instance, besides each subscription's own slot. */
+  sharedSlots?: number;
   /** Deliveries of one subscription leased at once, on every instance together (one receiver's share). */
   perSubscription?: number;
   now?: () => number;
@@ -52,6 +53,8 @@ const FAILED_RETENTION_MS = 7 * 86_400_000;
 // another pass (here or on another instance) sends the delivery again once the lease is over.
 const LEASE_MARGIN_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
+// Leases of a subscription whose receiver has not answered its latest attempt: its own slot, no shared one.
+const UNANSWERED_SHARE = 1;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
 export class WebhookDispatcher {
@@ -62,6 +65,8 @@ export class WebhookDispatcher {
   #stopped = false;
   /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
   readonly #inFlight = new Set<Promise<void>>();
+  /** Attempts under way by subscription: the first of each is in the subscription's own slot, the others in shared ones. */
+  readonly #bySubscription = new Map<bigint, number>();
   #wakeUp: (() => void) | undefined;
   #woken = false;
   #lastPrune = 0;
@@ -69,7 +74,7 @@ export class WebhookDispatcher {
   #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, batchSize: 32, perSubscription: 4, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
+    this.#options = { pollMs: 500, sharedSlots: 32, perSubscription: 4, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
   }
 
   start(): void {
@@ -97,30 +102,44 @@ export class WebhookDispatcher {
       } catch (error) {
         this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
       }
-      // Nothing to take, or no free slot: wait for a poll, a local write or a finished attempt.
-      if (claimed === 0 || this.#inFlight.size >= this.#options.batchSize) await this.#idle();
+      // Nothing to take, or no free shared slot: wait for a poll, a local write or a finished attempt.
+      if (claimed === 0 || this.#sharedInUse() >= this.#options.sharedSlots) await this.#idle();
     }
     await Promise.all(this.#inFlight);
   }
 
-  /** Leases what fits in the free slots and starts sending each without waiting for any. */
+  /**
+   * Leases what fits in the free shared slots, plus the first due delivery of each subscription holding no lease
+   * (even when every shared slot is held), and starts sending each without waiting for any.
+   */
   async #claim(): Promise<number> {
-    const { store, timeoutMs, batchSize, perSubscription, now } = this.#options;
-    const free = batchSize - this.#inFlight.size;
-    if (free <= 0) return 0;
-    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, perSubscription);
+    const { store, timeoutMs, sharedSlots, perSubscription, now } = this.#options;
+    const free = Math.max(0, sharedSlots - this.#sharedInUse());
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, perSubscription, UNANSWERED_SHARE);
     for (const delivery of due) {
       const attempt = this.#deliver(delivery).catch((error: unknown) => {
         // The lease runs out and the delivery is sent again, under the same webhook-id.
         this.#options.log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
       }).finally(() => {
         this.#inFlight.delete(attempt);
+        this.#count(delivery.subscriptionId, -1);
         this.wake();
       });
       this.#inFlight.add(attempt);
+      this.#count(delivery.subscriptionId, 1);
     }
     await this.#pruneNowAndThen();
     return due.length;
+  }
+
+  #sharedInUse(): number {
+    return this.#inFlight.size - this.#bySubscription.size;
+  }
+
+  #count(subscriptionId: bigint, change: 1 | -1): void {
+    const count = (this.#bySubscription.get(subscriptionId) ?? 0) + change;
+    if (count === 0) this.#bySubscription.delete(subscriptionId);
+    else this.#bySubscription.set(subscriptionId, count);
   }
 
   async #deliver(delivery: ClaimedDelivery): Promise<void> {

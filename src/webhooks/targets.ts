@@ -10,6 +10,8 @@ import type { Agent } from 'undici';
 
 export class ForbiddenTargetError extends Error {}
 
+const NOT_PUBLIC = 'a loopback, private, link-local or reserved address';
+
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.parse(address);
@@ -58,8 +60,8 @@ export async function targetProblem(url: string, allowPrivateNetworks: boolean):
   } catch {
     return `has a host name that does not resolve (${parsed.hostname})`;
   }
-  const forbidden = addresses.find((address) => !isPublicAddress(address));
-  return forbidden && `resolves to ${forbidden}, a loopback, private, link-local or reserved address`;
+  // Which address, it does not say: the answer would turn the check into a lookup service for internal names.
+  return addresses.every(isPublicAddress) ? undefined : `resolves to ${NOT_PUBLIC}`;
 }
 
 /** An undici dispatcher whose every connection re-checks the addresses it is about to use. */
@@ -79,7 +81,7 @@ export async function guardedAgent(allowPrivateNetworks: boolean, timeoutMs: num
 export function literalHostProblem(url: URL, allowPrivateNetworks: boolean): string | undefined {
   const host = hostOf(url);
   if (allowPrivateNetworks || isIP(host) === 0 || isPublicAddress(host)) return undefined;
-  return `${host} is a loopback, private, link-local or reserved address`;
+  return `${host} is ${NOT_PUBLIC}`;
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
@@ -87,9 +89,8 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
 function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
-    const forbidden = addresses.find((entry) => !isPublicAddress(entry.address));
-    if (forbidden) {
-      return callback(new ForbiddenTargetError(`${hostname} resolves to ${forbidden.address}, which webhooks may not reach`), []);
+    if (!addresses.every((entry) => isPublicAddress(entry.address))) {
+      return callback(new ForbiddenTargetError(`${hostname} resolves to ${NOT_PUBLIC}, which webhooks may not reach`), []);
     }
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
