@@ -53,14 +53,14 @@ function checkDirectory(directory: string): void {
   if (uid === undefined) return; // Windows: no owner or mode bits to check
   if (stat.uid !== uid) {
     throw new NotPrivateError(
-      `the directory ${directory} belongs to uid ${stat.uid}, not to this user (uid ${uid}), who could replace the database's files: ` +
-        `give the database a directory of this user's own (a new path is created 0700), or chown ${directory} to uid ${uid}.`,
+      `the directory ${directory} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner could replace the database's files; ` +
+        `give the database a directory of its own (one that does not exist yet is created 0700), or chown it to uid ${uid} if it serves the service alone.`,
     );
   }
   if ((stat.mode & 0o022) !== 0) {
     throw new NotPrivateError(
-      `others can write in the directory ${directory} (mode ${octal(stat.mode)}), so they could plant or replace the database's files: ` +
-        'give the database a directory of its own (a new path is created 0700), or chmod go-w it if it is this user\'s alone.',
+      `others can write in the directory ${directory} (mode ${octal(stat.mode)}): they could plant or replace the database's files; ` +
+        'give the database a directory of its own (one that does not exist yet is created 0700), or chmod go-w it if it serves the service alone.',
     );
   }
 }
@@ -96,7 +96,7 @@ function checkOwner(path: string, stat: Stats): void {
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid) {
     throw new NotPrivateError(
-      `${path} belongs to uid ${stat.uid}, not to this user (uid ${uid}), who may read or change it: ` +
+      `${path} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner may read or change it; ` +
         `remove it, or, if it is the service's own data and no other process holds it open, chown it to uid ${uid}.`,
     );
   }
