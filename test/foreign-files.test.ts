@@ -194,7 +194,8 @@ for (const scenario of scenarios) {
     const before = snapshot(dir);
     const url = `sqlite:${db(dir)}`;
     for (const { name, command, prefix } of COMMANDS) {
-      const run = await runToExit(t, serverEnv(base, { DATABASE_URL: url }), { command });
+      // No npm update notice on stderr, whatever npm's cache says.
+      const run = await runToExit(t, serverEnv(base, { DATABASE_URL: url, npm_config_update_notifier: 'false' }), { command });
       const stderr = run.stderr.trimEnd();
       t.same([run.code, run.signal], [1, null], `${name} exits 1 by itself`);
       t.notMatch(run.stdout, /Server listening|pst_/, `${name} neither listened nor issued a token`);
