@@ -43,9 +43,10 @@ export function preparePrivateFiles(path: string): string[] {
 }
 
 /**
- * Only this user may create, rename or remove entries where the database lives. A sticky directory
- * (/tmp) is refused too: it protects files that exist, but another user may create the -wal, -shm or
- * -journal before SQLite does, and SQLite opens whatever it finds under those names.
+ * Only this user may create, rename or remove entries where the database lives, so the files checked here
+ * are the ones SQLite opens next (no one else can swap an entry in between). A sticky directory (/tmp) is
+ * refused too: it protects files that exist, but another user may create the -wal, -shm or -journal
+ * before SQLite does, and SQLite opens whatever it finds under those names.
  */
 function checkDirectory(directory: string): void {
   const stat = statSync(directory);
