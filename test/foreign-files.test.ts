@@ -1,8 +1,9 @@
 // A store no other local user can touch (issue 30, point 4): a database, -wal, -shm or -journal of
 // another user's, a symbolic link in their place, a file that cannot be made private, or a database
 // directory that belongs to another user or that others can write (sticky or not) stops the service
-// (`node src/entry.js`, as `npm start` runs it) and `npm run token` with one line naming the path and what to do, and changes nothing on disk.
-// Real processes on real files; another user's files are made by chown to nobody, which needs root.
+// (`node src/entry.js`, as `npm start` runs it) and `npm run token` with one line naming the path and
+// what to do, and changes nothing on disk. Real processes on real files; another user's files are
+// made by chown to nobody, which needs root (as CI runs); without root those cases skip, visibly.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
