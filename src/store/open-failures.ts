@@ -3,6 +3,7 @@
 // target is described by its user, host, port and database only.
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { NotPrivateError } from './sqlite-files.ts';
 
 /** DATABASE_URL cannot be used as given; the message names it and says what to do. */
 export class DatabaseUrlError extends Error {}
@@ -33,8 +34,9 @@ export function checkSqlitePath(path: string): void {
   }
 }
 
-/** Node's sqlite errors carry SQLite's result code; the ones a configuration causes get a plain sentence. */
+/** Files other users could reach, and Node's sqlite errors (by SQLite's result code) that a configuration causes, get a plain sentence. */
 export function sqliteOpenFailure(error: unknown, path: string): unknown {
+  if (error instanceof NotPrivateError) return new DatabaseUrlError(`DATABASE_URL sqlite:${path}: ${error.message}`, { cause: error });
   const errcode = (error as { errcode?: unknown })?.errcode;
   const what: Record<number, string> = {
     3: 'cannot be opened: access denied',

@@ -1,54 +1,123 @@
 // The SQLite files are private to the service's user whatever the umask: they hold token hashes and
 // webhook signing secrets. SQLite creates a new database 0644 (less the umask) and gives its -wal and
-// -shm the database file's mode, so the database file is created 0600 here before SQLite opens it.
-import { chmodSync, closeSync, constants, fstatSync, fchmodSync, lstatSync, mkdirSync, openSync } from 'node:fs';
+// -shm the database file's mode (and, as root, its owner), so the database file is created 0600 here
+// before SQLite opens it. Another local user must not be able to plant or swap any of these files, so
+// the directory must be this user's alone, and a file of another user's, a symbolic link, or a file
+// that cannot be made private stops the open (NotPrivateError) rather than a warning.
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 
 const PRIVATE_FILE = 0o600;
 const PRIVATE_DIR = 0o700;
+// O_NONBLOCK: a FIFO planted at the path must not hold the open; O_NOFOLLOW: nor a symbolic link redirect it.
+const INSPECT = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-/** Prepares `path` for SQLite; returns a line for each existing file whose mode was tightened. */
+/** A SQLite file or its directory that other local users could read, change or replace; the message says which and what to do. */
+export class NotPrivateError extends Error {}
+
+interface OpenFile {
+  path: string;
+  fd: number;
+  mode: number;
+}
+
+/** Prepares `path` for SQLite; returns a line for each existing file of ours whose mode was tightened. */
 export function preparePrivateFiles(path: string): string[] {
-  // A missing directory is created 0700 (every level); an existing one is the operator's and left as it is.
+  // A missing directory is created 0700 (every level); an existing one must already be this user's alone.
   mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
+  checkDirectory(dirname(path));
+  // Every file is checked before any is changed, and the -wal, -shm and -journal (left by an earlier run, a
+  // crash or another process: SQLite reuses them as they are) before the database is created.
+  const opened: OpenFile[] = [];
+  try {
+    for (const companion of [`${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+      const file = openChecked(companion, 0);
+      if (file) opened.push(file);
+    }
+    const database = openChecked(path, constants.O_CREAT);
+    if (database) opened.unshift(database);
+    return opened.map(tighten).filter((line) => line !== undefined);
+  } finally {
+    for (const { fd } of opened) closeSync(fd);
+  }
+}
+
+/**
+ * Only this user may create, rename or remove entries where the database lives, so the files checked here
+ * are the ones SQLite opens next (no one else can swap an entry in between). A sticky directory (/tmp) is
+ * refused too: it protects files that exist, but another user may create the -wal, -shm or -journal
+ * before SQLite does, and SQLite opens whatever it finds under those names.
+ */
+function checkDirectory(directory: string): void {
+  const stat = statSync(directory);
+  const uid = process.getuid?.();
+  if (uid === undefined) return; // Windows: no owner or mode bits to check
+  if (stat.uid !== uid) {
+    throw new NotPrivateError(
+      `the directory ${directory} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner could replace the database's files; ` +
+        `give the database a directory of its own (one that does not exist yet is created 0700), or chown it to uid ${uid} if it serves the service alone.`,
+    );
+  }
+  if ((stat.mode & 0o022) !== 0) {
+    throw new NotPrivateError(
+      `others can write in the directory ${directory} (mode ${octal(stat.mode)}): they could plant or replace the database's files; ` +
+        'give the database a directory of its own (one that does not exist yet is created 0700), or chmod go-w it if it serves the service alone.',
+    );
+  }
+}
+
+/** Opens `path` itself (never through a link) and checks the descriptor's type and owner; undefined when absent. */
+function openChecked(path: string, create: number): OpenFile | undefined {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDWR | constants.O_CREAT, PRIVATE_FILE);
-  } catch {
-    return []; // unwritable or not a file: SQLite's own open says why, in open-failures.ts's words
+    fd = openSync(path, INSPECT | create, PRIVATE_FILE);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') {
+      throw new NotPrivateError(`${path} is a symbolic link, which may lead anywhere: ${create ? 'point DATABASE_URL at the file itself' : 'remove it'}.`);
+    }
+    // Not readable by us (another user's private file) or not creatable: say whose it is, else SQLite's own open says why.
+    const stat = lstatSync(path, { throwIfNoEntry: false });
+    if (stat) checkOwner(path, stat);
+    return undefined;
   }
-  const tightened: string[] = [];
   try {
-    tightened.push(...tighten(path, fstatSync(fd).mode, (mode) => fchmodSync(fd, mode)));
-  } finally {
+    const stat = fstatSync(fd);
+    checkOwner(path, stat);
+    return { path, fd, mode: stat.mode };
+  } catch (error) {
     closeSync(fd);
+    throw error;
   }
-  // Left by an earlier version or an interrupted run: SQLite reuses them as they are.
-  for (const companion of [`${path}-wal`, `${path}-shm`, `${path}-journal`]) {
-    const mode = modeOf(companion);
-    if (mode !== undefined) tightened.push(...tighten(companion, mode, (mode) => chmodSync(companion, mode)));
+}
+
+function checkOwner(path: string, stat: Stats): void {
+  if (!stat.isFile()) throw new NotPrivateError(`${path} is not a regular file: remove it, or point DATABASE_URL at another path.`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new NotPrivateError(
+      `${path} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner may read or change it; ` +
+        `remove it, or, if it is the service's own data and no other process holds it open, chown it to uid ${uid}.`,
+    );
   }
-  return tightened;
 }
 
 /** Takes group's and others' bits away from a file that has any, keeping the owner's. */
-function tighten(path: string, mode: number, chmod: (mode: number) => void): string[] {
-  const was = (mode & 0o777).toString(8);
-  if ((mode & 0o077) === 0) return [];
+function tighten({ path, fd, mode }: OpenFile): string | undefined {
+  if ((mode & 0o077) === 0) return undefined;
   const now = mode & 0o700;
   try {
-    chmod(now);
+    fchmodSync(fd, now);
   } catch (error) {
-    return [`${path} has mode ${was} and could not be set to ${now.toString(8)} (${(error as NodeJS.ErrnoException).code}): make it private to the service's user`];
+    throw new NotPrivateError(
+      `${path} has mode ${octal(mode)} and could not be made private (chmod ${octal(now)}: ${(error as NodeJS.ErrnoException).code}): ` +
+        'make it readable by this user only (is it immutable, or on a read-only mount?) and start again.',
+    );
   }
-  return [`${path} had mode ${was}; set to ${now.toString(8)} (only the service's user may read the database)`];
+  return `${path} had mode ${octal(mode)}; set to ${octal(now)} (only the service's user may read the database)`;
 }
 
-function modeOf(path: string): number | undefined {
-  try {
-    const stat = lstatSync(path);
-    return stat.isFile() ? stat.mode : undefined;
-  } catch {
-    return undefined;
-  }
+function octal(mode: number): string {
+  return (mode & 0o7777).toString(8);
 }
