@@ -301,7 +301,7 @@ function percentDecodedOnce(text: string): string {
   return text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 }
 
-t.test('no configured token reaches a log line or the collector, in a path or any query parameter, however often encoded', async (t) => {
+t.test('no configured token reaches a log line or the collector, in a path, any query parameter or a logged header, however often encoded', async (t) => {
   const collector = await startCollector(t);
   const plain = 'static-Token-0123456789abcdef';
   // Characters a URL reads as delimiters, a + the query parser reads as a space, and a %41 that decodes further.
@@ -310,7 +310,7 @@ t.test('no configured token reaches a log line or the collector, in a path or an
   const secrets = [plain, tricky, tricky.replaceAll('+', ' '), issued, issued.slice(4)];
   const leaks = (texts: string[]) =>
     texts.flatMap(readableForms).flatMap((text) => secrets.filter((secret) => text.includes(secret)).map((secret) => `${secret} in ${text.slice(0, 120)}`));
-  const env = { API_TOKENS: `${plain},${tricky}`, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
+  const env = { API_TOKENS: `${plain},${tricky}`, TRUST_PROXY: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
   const server = await startServer(t, serverEnv(t.testdir(), env));
   const port = Number(new URL(server.url).port);
 
@@ -319,6 +319,10 @@ t.test('no configured token reaches a log line or the collector, in a path or an
   const requests: { path: string; headers?: Record<string, string> }[] = forms.flatMap((form) =>
     [`/plants/${form}`, `/no-such-route/${form}`, `/plants?q=${form}`, `/plants?x=${form}&y=1`].map((path) => ({ path })),
   );
+  // The headers whose values are logged (as host, remoteAddress, reqId; TRUST_PROXY reads X-Forwarded-*).
+  for (const token of [plain, issued]) {
+    for (const header of ['host', 'x-forwarded-host', 'x-forwarded-for', 'x-request-id']) requests.push({ path: '/plants?limit=1', headers: { [header]: token } });
+  }
 
   const sent: { label: string; id: string; traceId?: string; path: string }[] = [];
   for (const [index, request] of requests.entries()) {

@@ -7,11 +7,12 @@ export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.Wri
     level,
     redact: { paths: ['req.headers.authorization'], censor: REDACTED },
     serializers: {
+      // Host and the address come from headers (Host, X-Forwarded-*) that a client may fill with a token.
       req: (request: FastifyRequest) => ({
         method: request.method,
         url: redact(request.url),
-        host: request.host,
-        remoteAddress: request.ip,
+        host: redact(request.host),
+        remoteAddress: redact(request.ip),
       }),
       // A refusal's message may quote the client's input ("the unknown field …").
       reason: (reason: unknown) => (typeof reason === 'string' ? redact(reason) : reason),
