@@ -355,3 +355,37 @@ t.test('no configured token reaches a log line or the collector, in a path, any 
   t.same(leaks([...logLines, ...collector.exports]), [], 'no token in any log line or export');
   t.notOk(server.stderr().includes(plain), 'nor on stderr');
 });
+
+t.test('a webhook target holding a token is logged and exported redacted when its deliveries fail', async (t) => {
+  const collector = await startCollector(t);
+  const refusing = createServer((request, response) => request.resume().on('end', () => response.writeHead(500).end()));
+  await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    refusing.closeAllConnections();
+    refusing.close();
+  });
+  const plain = 'static-Token-0123456789abcdef';
+  const issued = generateToken();
+  const env = {
+    API_TOKENS: plain,
+    LOG_LEVEL: 'debug',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '1ms',
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  const headers = { authorization: `Bearer ${plain}`, 'content-type': 'application/json' };
+  const target = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/hook/${plain}?q=${encodedTimes(issued, 5)}`;
+  t.equal((await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: target }) })).status, 201, 'a subscriber');
+  t.equal((await fetch(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id: 1, name: 'Fern' }) })).status, 200);
+  const [line] = await server.waitFor('stdout', /^.*"msg":"webhook delivery failed for good after its last attempt".*$/m);
+  t.match(JSON.parse(line), { url: /^http:\/\/127\.0\.0\.1:\d+\/hook\/\[redacted\]\?q=\[redacted\]$/ }, 'the target is logged, redacted');
+  await collector.until('both webhook.deliver spans', () => (collector.spans.filter((span) => span.name === 'webhook.deliver').length === 2 ? true : undefined));
+  const texts = [...server.stdout().split('\n').filter(Boolean), ...collector.exports].flatMap(readableForms);
+  t.same(
+    texts.filter((text) => text.includes(plain) || text.includes(issued.slice(4))),
+    [],
+    'neither token is in any log line or export, in any decoding',
+  );
+});

@@ -16,6 +16,8 @@ export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.Wri
       }),
       // A refusal's message may quote the client's input ("the unknown field …").
       reason: (reason: unknown) => (typeof reason === 'string' ? redact(reason) : reason),
+      // A webhook target (the dispatcher's lines) is a subscriber's URL, which may carry a token.
+      url: (url: unknown) => (typeof url === 'string' ? redact(url) : url),
     },
     ...(stream && { stream }),
   };
