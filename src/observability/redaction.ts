@@ -104,19 +104,21 @@ function decodedFully(text: string, starts?: number[]): string {
   const first = text.search(ESCAPE);
   if (first === -1) return text;
   if (starts) for (let index = 0; index < first; index++) starts.push(index);
+  // A stack of decoded characters: codes[0 .. top) is the decoding of what has been read.
   const codes: number[] = [];
+  let top = 0;
   for (let index = first; index < text.length; index++) {
-    starts?.push(index);
-    codes.push(text.charCodeAt(index));
-    for (let length = codes.length; length >= 3 && codes[length - 3] === PERCENT && isHex(codes[length - 2]!) && isHex(codes[length - 1]!); length -= 2) {
-      codes[length - 3] = hexValue(codes[length - 2]!) * 16 + hexValue(codes[length - 1]!);
-      codes.length = length - 2;
-      if (starts) starts.length = first + length - 2;
+    if (starts) starts[first + top] = index;
+    codes[top++] = text.charCodeAt(index);
+    while (top >= 3 && codes[top - 3] === PERCENT && isHex(codes[top - 2]!) && isHex(codes[top - 1]!)) {
+      codes[top - 3] = hexValue(codes[top - 2]!) * 16 + hexValue(codes[top - 1]!);
+      top -= 2;
     }
   }
+  if (starts) starts.length = first + top;
   let decoded = text.slice(0, first);
   // In slices: a call takes only so many arguments.
-  for (let from = 0; from < codes.length; from += 4096) decoded += String.fromCharCode(...codes.slice(from, from + 4096));
+  for (let from = 0; from < top; from += 4096) decoded += String.fromCharCode(...codes.slice(from, Math.min(top, from + 4096)));
   return decoded;
 }
 
