@@ -15,7 +15,8 @@ const SPACE = 0x20;
  */
 export function literalSearch(literals: readonly string[]): (text: string) => Span[] {
   if (literals.length === 0) return () => [];
-  // Every window of the text as long as the shortest string is hashed; a string is looked for where its first window's hash appears.
+  // Every window of the text as long as the shortest string is hashed; a string is checked only
+  // where the hash of its own first window appears.
   const width = Math.min(...literals.map((literal) => literal.length));
   const leading = power(width - 1);
   const candidates = new Map<number, string[]>();

@@ -40,7 +40,8 @@ export function createRedaction(staticTokens: readonly string[]): Redact {
   };
 }
 
-/** Where the configured tokens (as sent, and as they decode: one holding %41 decodes further) and issued-shaped ones are; one search for all, built once. */
+/** Where the configured tokens (as sent, and as they decode: one holding %41 decodes further) and
+ * issued-shaped ones are in a text; one search for all, built once. */
 function tokenFinder(forms: readonly string[]): (text: string) => Span[] {
   const search = literalSearch(forms);
   return (text) => {
