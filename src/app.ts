@@ -13,7 +13,8 @@ import docs from './docs/plugin.ts';
 import { loggerOptions } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
-import { requestIdFor } from './observability/request-id.ts';
+import { createRedaction, type Redact } from './observability/redaction.ts';
+import { requestIds } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
@@ -43,8 +44,10 @@ export interface AppDependencies {
 }
 
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(config, logStream));
-  await app.register(observability, { pendingDeliveries: () => plainStore.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace });
+  // Tokens are known at start (issued ones by their shape): one rule for logs, request ids and spans.
+  const redact = createRedaction(config.apiTokens);
+  const app = Fastify(serverOptions(config, redact, logStream));
+  await app.register(observability, { pendingDeliveries: () => plainStore.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace, redact });
   const store = app.observability.instrument(plainStore);
   await app.register(contract, {
     bodyLimit: BODY_LIMIT,
@@ -89,10 +92,10 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   return app;
 }
 
-function serverOptions(config: AppDependencies['config'], logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
+function serverOptions(config: AppDependencies['config'], redact: Redact, logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
   return {
-    logger: loggerOptions(config.logLevel, logStream),
-    genReqId: requestIdFor,
+    logger: loggerOptions(config.logLevel, redact, logStream),
+    genReqId: requestIds(redact),
     // request.ip, the address in logs and in the failed-authentication guard, is then the
     // client's as the trusted proxies report it in X-Forwarded-For.
     trustProxy: trustProxyOption(config.trustProxy),

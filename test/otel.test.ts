@@ -8,6 +8,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
+import { rawExchange, rawResponses } from './harness/raw-http.ts';
+import { generateToken } from '../src/tokens/format.ts';
 
 const TOKEN = 'otel-test-token-0123456789abcdef';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
@@ -209,7 +211,7 @@ function issuedShape(): string {
 /** The text a backend could show: JSON escapes undone, then percent-encoding undone, however often it was applied. */
 function decoded(exported: string): string {
   let text = JSON.stringify(JSON.parse(exported));
-  for (let round = 0; round < 4; round++) text = text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  for (let next = percentDecodedOnce(text); next !== text; next = percentDecodedOnce(text)) text = next;
   return text;
 }
 
@@ -260,4 +262,130 @@ t.test('no token reaches the collector: queries, encoded names, paths, headers, 
   t.equal(spans.at(-1)!.status?.message, message, 'an error message quoting the token is redacted in the status');
   t.equal(attribute(spans.at(-1)!.events?.find((event) => event.name === 'exception') ?? {}, 'exception.message'), message, 'and in the exception event');
   t.equal(attribute(delivery, 'url.full'), `${collector.url}/hook?access_token=[redacted]`, "the delivery span's url.full is redacted too");
+});
+
+// Every byte as %XX: what encodeURIComponent leaves alone (letters, digits, _) is encoded too.
+function everyByteEncoded(text: string): string {
+  return [...text].map((char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+}
+
+/** `text` percent-encoded `times` times: every byte the first time, then each % again (%25). */
+function encodedTimes(text: string, times: number): string {
+  let encoded = everyByteEncoded(text);
+  for (let round = 1; round < times; round++) encoded = encodeURIComponent(encoded);
+  return encoded;
+}
+
+/** Every text a reader of this JSON could see: each key and string, then each of its percent-decodings, round after round until none is left. */
+function readableForms(json: string): string[] {
+  const strings: string[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') strings.push(value);
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        strings.push(key);
+        walk(inner);
+      }
+    }
+  };
+  walk(JSON.parse(json));
+  return strings.flatMap((text) => {
+    const forms = [text];
+    for (let next = percentDecodedOnce(text); next !== forms.at(-1); next = percentDecodedOnce(next)) forms.push(next);
+    return forms;
+  });
+}
+
+function percentDecodedOnce(text: string): string {
+  return text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
+t.test('no configured token reaches a log line or the collector, in a path, any query parameter or a logged header, however often encoded', async (t) => {
+  const collector = await startCollector(t);
+  const plain = 'static-Token-0123456789abcdef';
+  // Characters a URL reads as delimiters, a + the query parser reads as a space, and a %41 that decodes further.
+  const tricky = 'Tr1cky+/=&?%41;t0ken';
+  const issued = generateToken();
+  const secrets = [plain, tricky, tricky.replaceAll('+', ' '), issued, issued.slice(4)];
+  const leaks = (texts: string[]) =>
+    texts.flatMap(readableForms).flatMap((text) => secrets.filter((secret) => text.includes(secret)).map((secret) => `${secret} in ${text.slice(0, 120)}`));
+  const env = { API_TOKENS: `${plain},${tricky}`, TRUST_PROXY: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  const port = Number(new URL(server.url).port);
+
+  // Each token as sent, encoded by encodeURIComponent, and every byte encoded 1, 3, 5 and 7 times.
+  const forms = [plain, tricky, issued].flatMap((token) => [token, encodeURIComponent(token), ...[1, 3, 5, 7].map((times) => encodedTimes(token, times))]);
+  const requests: { path: string; headers?: Record<string, string> }[] = forms.flatMap((form) =>
+    [`/plants/${form}`, `/no-such-route/${form}`, `/plants?q=${form}`, `/plants?x=${form}&y=1`].map((path) => ({ path })),
+  );
+  // The headers whose values are logged (as host, remoteAddress, reqId; TRUST_PROXY reads X-Forwarded-*).
+  for (const token of [plain, issued]) {
+    for (const header of ['host', 'x-forwarded-host', 'x-forwarded-for', 'x-request-id']) requests.push({ path: '/plants?limit=1', headers: { [header]: token } });
+  }
+
+  const sent: { label: string; id: string; traceId?: string; path: string }[] = [];
+  for (const [index, request] of requests.entries()) {
+    const trace = clientTrace();
+    const headers = { host: 'localhost', 'x-request-id': `redaction-${index}`, authorization: `Bearer ${plain}`, traceparent: trace.traceparent, connection: 'close', ...request.headers };
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    const [response] = rawResponses(await rawExchange(port, `GET ${request.path} HTTP/1.1\r\n${lines.join('')}\r\n`));
+    const label = `${request.path.slice(0, 70)} ${JSON.stringify(request.headers ?? {})}`;
+    t.ok(response && response.statusCode < 500, `answered: ${label}`);
+    // Refused by the router before any hook (a path parameter over 100 characters): logged as incoming, not traced, no id returned.
+    const routed = !response!.body.includes('A path parameter of the URL is too long.');
+    const id = response!.headers['x-request-id'] ?? headers['x-request-id'];
+    await server.waitFor('stdout', new RegExp(`"reqId":"${id}"[^\\n]*"msg":"${routed ? 'request completed' : 'incoming request'}"`));
+    sent.push({ label, id, path: request.path, ...(routed && { traceId: trace.traceId }) });
+  }
+
+  const logLines = server.stdout().split('\n').filter(Boolean);
+  for (const request of sent) {
+    const lines = logLines.filter((line) => line.includes(`"reqId":"${request.id}"`));
+    const texts = [...lines];
+    if (request.traceId !== undefined) {
+      const { traceId } = request;
+      const span = await collector.until(`the span of ${request.label}`, () => collector.spans.find((span) => span.traceId === traceId && attribute(span, 'url.path') !== undefined));
+      if (request.path !== '/plants?limit=1') t.match(attribute(span, 'url.path'), /\[redacted\]/, `url.path redacted: ${request.label}`);
+      texts.push(...collector.spans.filter((span) => span.traceId === traceId).map((span) => JSON.stringify(span)));
+    }
+    t.ok(lines.length > 0, `logged: ${request.label}`);
+    t.same(leaks(texts), [], `no token in its log lines or spans, in any decoding: ${request.label}`);
+  }
+  t.same(leaks([...logLines, ...collector.exports]), [], 'no token in any log line or export');
+  t.notOk(server.stderr().includes(plain), 'nor on stderr');
+});
+
+t.test('a webhook target holding a token is logged and exported redacted when its deliveries fail', async (t) => {
+  const collector = await startCollector(t);
+  const refusing = createServer((request, response) => request.resume().on('end', () => response.writeHead(500).end()));
+  await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    refusing.closeAllConnections();
+    refusing.close();
+  });
+  const plain = 'static-Token-0123456789abcdef';
+  const issued = generateToken();
+  const env = {
+    API_TOKENS: plain,
+    LOG_LEVEL: 'debug',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '1ms',
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  const headers = { authorization: `Bearer ${plain}`, 'content-type': 'application/json' };
+  const target = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/hook/${plain}?q=${encodedTimes(issued, 5)}`;
+  t.equal((await fetch(`${server.url}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url: target }) })).status, 201, 'a subscriber');
+  t.equal((await fetch(`${server.url}/plants`, { method: 'POST', headers, body: JSON.stringify({ id: 1, name: 'Fern' }) })).status, 200);
+  const [line] = await server.waitFor('stdout', /^.*"msg":"webhook delivery failed for good after its last attempt".*$/m);
+  t.match(JSON.parse(line), { url: /^http:\/\/127\.0\.0\.1:\d+\/hook\/\[redacted\]\?q=\[redacted\]$/ }, 'the target is logged, redacted');
+  await collector.until('both webhook.deliver spans', () => (collector.spans.filter((span) => span.name === 'webhook.deliver').length === 2 ? true : undefined));
+  const texts = [...server.stdout().split('\n').filter(Boolean), ...collector.exports].flatMap(readableForms);
+  t.same(
+    texts.filter((text) => text.includes(plain) || text.includes(issued.slice(4))),
+    [],
+    'neither token is in any log line or export, in any decoding',
+  );
 });

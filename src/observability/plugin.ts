@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { TracingConfig } from '../config.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import type { Redact } from './redaction.ts';
 import { returnRequestIds } from './request-id.ts';
 import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
 
@@ -13,6 +14,8 @@ export interface ObservabilityOptions {
   pendingDeliveries: () => Promise<number>;
   tracing?: TracingConfig | undefined;
   withOutboxTrace: WithOutboxTrace;
+  /** The rule that keeps tokens out of spans, the one the logs use. */
+  redact: Redact;
 }
 
 export interface Observability {
@@ -33,7 +36,7 @@ async function observability(app: FastifyInstance, options: ObservabilityOptions
   returnRequestIds(app);
   const metrics = createMetrics(app, options.pendingDeliveries);
   // Not even loaded when tracing is off.
-  const tracing = options.tracing && (await (await import('./tracing.ts')).startTracing(app, options.tracing, options.withOutboxTrace));
+  const tracing = options.tracing && (await (await import('./tracing.ts')).startTracing(app, options.tracing, options.withOutboxTrace, options.redact));
   app.decorate('observability', {
     metrics,
     instrument: (store) => metrics.instrument(tracing ? tracing.instrument(store) : store),

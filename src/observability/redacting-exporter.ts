@@ -1,21 +1,27 @@
 // Spans leave the process only through this exporter, which applies the logs' redaction rule
-// (redaction.ts) to every text a span carries: its name, attributes (url.path, url.query,
-// http.target, url.full, whatever an instrumentation records), status message, events (exceptions)
-// and links. Wrapping the exporter, a public SDK interface, covers every instrumentation at once.
+// (redaction.ts, built from the configured tokens) to every text a span carries: its name,
+// attributes (url.path, url.query, http.target, url.full, whatever an instrumentation records),
+// status message, events (exceptions) and links. Wrapping the exporter, a public SDK interface,
+// covers every instrumentation at once.
 import type { Attributes, Link } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
-import { redactTokens } from './redaction.ts';
+import type { Redact } from './redaction.ts';
 
 export class RedactingExporter implements SpanExporter {
   readonly #exporter: SpanExporter;
+  readonly #redact: Redact;
 
-  constructor(exporter: SpanExporter) {
+  constructor(exporter: SpanExporter, redact: Redact) {
     this.#exporter = exporter;
+    this.#redact = redact;
   }
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    this.#exporter.export(spans.map(redactSpan), resultCallback);
+    this.#exporter.export(
+      spans.map((span) => redactSpan(span, this.#redact)),
+      resultCallback,
+    );
   }
 
   shutdown(): Promise<void> {
@@ -28,19 +34,19 @@ export class RedactingExporter implements SpanExporter {
 }
 
 /** A copy of the span, field by field as ReadableSpan declares them, with its texts redacted. */
-export function redactSpan(span: ReadableSpan): ReadableSpan {
+export function redactSpan(span: ReadableSpan, redact: Redact): ReadableSpan {
   const { message } = span.status;
   return {
-    name: redactTokens(span.name),
+    name: redact(span.name),
     kind: span.kind,
     spanContext: () => span.spanContext(),
     ...(span.parentSpanContext && { parentSpanContext: span.parentSpanContext }),
     startTime: span.startTime,
     endTime: span.endTime,
-    status: message === undefined ? span.status : { ...span.status, message: redactTokens(message) },
-    attributes: redactAttributes(span.attributes),
-    links: span.links.map(redactLink),
-    events: span.events.map(redactEvent),
+    status: message === undefined ? span.status : { ...span.status, message: redact(message) },
+    attributes: redactAttributes(span.attributes, redact),
+    links: span.links.map((link) => redactLink(link, redact)),
+    events: span.events.map((event) => redactEvent(event, redact)),
     duration: span.duration,
     ended: span.ended,
     resource: span.resource,
@@ -51,24 +57,24 @@ export function redactSpan(span: ReadableSpan): ReadableSpan {
   };
 }
 
-function redactEvent(event: TimedEvent): TimedEvent {
-  return { ...event, name: redactTokens(event.name), ...(event.attributes && { attributes: redactAttributes(event.attributes) }) };
+function redactEvent(event: TimedEvent, redact: Redact): TimedEvent {
+  return { ...event, name: redact(event.name), ...(event.attributes && { attributes: redactAttributes(event.attributes, redact) }) };
 }
 
-function redactLink(link: Link): Link {
-  return link.attributes ? { ...link, attributes: redactAttributes(link.attributes) } : link;
+function redactLink(link: Link, redact: Redact): Link {
+  return link.attributes ? { ...link, attributes: redactAttributes(link.attributes, redact) } : link;
 }
 
-function redactAttributes(attributes: Attributes): Attributes {
-  return Object.fromEntries(Object.entries(attributes).map(([key, value]) => [key, redactValue(value)]));
+function redactAttributes(attributes: Attributes, redact: Redact): Attributes {
+  return Object.fromEntries(Object.entries(attributes).map(([key, value]) => [key, redactValue(value, redact)]));
 }
 
 // Attribute values may be strings, arrays and maps of them (AnyValue); bytes and numbers carry no text.
-function redactValue(value: unknown): unknown {
-  if (typeof value === 'string') return redactTokens(value);
-  if (Array.isArray(value)) return value.map(redactValue);
+function redactValue(value: unknown, redact: Redact): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, redact));
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    return redactAttributes(value as Attributes);
+    return redactAttributes(value as Attributes, redact);
   }
   return value;
 }

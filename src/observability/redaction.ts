@@ -1,27 +1,80 @@
 // The one rule for what logs and traces may show of a URL, a header or a message: no token, however
-// it is spelled or percent-encoded. logging.ts applies it to log lines, redacting-exporter.ts to spans.
+// it is spelled or percent-encoded. Built once at start from API_TOKENS (createRedaction) and given
+// to logging.ts for log lines, to request-id.ts for adopted ids and to redacting-exporter.ts for spans.
+import { literalSearch, type Span } from './literal-search.ts';
 
-const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/;
-// A run of URL characters between delimiters (/ ? & ; = + and the like): a path segment, a name, a value.
-const PIECE = /[\w%.~-]+/g;
+/** The text with every token in it replaced by REDACTED. */
+export type Redact = (text: string) => string;
+
+export const REDACTED = '[redacted]';
+
+// The shape of tokens issued by `npm run token` and the first start (tokens/format.ts): no list needed.
+const ISSUED_TOKEN_PREFIX = 'pst_';
+const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/g;
+const ISSUED_TOKEN_LENGTH = 24;
 // Not `?`: within a query it is data, and a token may hold one.
 const SEPARATOR = /([&;])/;
 // The name may end a longer text ("… access_token=…"); `+` is a space to the query parser.
-const ACCESS_TOKEN_NAME = /(?:^|[^0-9a-z_])access_token$/;
-export const REDACTED = '[redacted]';
+const ACCESS_TOKEN_NAME = /(?:^|[^0-9a-z_])access_token$/i;
+const ACCESS_TOKEN = /access_token/i;
+const ACCESS_TOKEN_PARAMETER_LENGTH = 'access_token=x'.length;
 
 /**
- * The text as logs and traces may show it: the value of every parameter whose name spells
- * access_token (in any case, percent-encoded any number of times) is replaced, in a URL's query,
- * a path (`;access_token=`), a cookie or a message; and so is every piece, anywhere, that decodes
- * to something shaped like an issued token.
+ * The rule for these static tokens: every text that is, or percent-decodes (any number of times) to,
+ * a configured token or an issued-shaped one (pst_…) is replaced, wherever it stands; and so is the
+ * value of every parameter whose name spells access_token (in any case or encoding), whatever it is.
+ * A `+` in a static token also matches a space, which is what the query parser makes of it.
  */
-export function redactTokens(text: string): string {
-  // Most request URLs have no parameter, and logging runs this on every request.
-  if (!text.includes('=')) return withoutIssuedTokens(text);
+export function createRedaction(staticTokens: readonly string[]): Redact {
+  const forms = [...new Set(staticTokens.flatMap((token) => [token, decodedFully(token)]))];
+  const find = tokenFinder(forms);
+  // Shorter texts (a short path, a host, an address) hold neither a token nor a value named access_token.
+  const shortest = Math.min(ISSUED_TOKEN_LENGTH, ACCESS_TOKEN_PARAMETER_LENGTH, ...forms.map((form) => form.length));
+  return (text) => {
+    if (text.length < shortest) return text;
+    // Decoded once for both rules; a parameter name can decode to access_token only if the whole text does.
+    const decoded = decodedFully(text);
+    if (!text.includes('=') || !ACCESS_TOKEN.test(decoded)) return withoutTokens(text, decoded, find);
+    const named = withoutAccessTokenValues(text);
+    return withoutTokens(named, decodedFully(named), find);
+  };
+}
+
+/** Where the configured tokens (as sent, and as they decode: one holding %41 decodes further) and
+ * issued-shaped ones are in a text; one search for all, built once. */
+function tokenFinder(forms: readonly string[]): (text: string) => Span[] {
+  const search = literalSearch(forms);
+  return (text) => {
+    const found = search(text);
+    if (text.includes(ISSUED_TOKEN_PREFIX)) for (const match of text.matchAll(ISSUED_TOKEN)) found.push([match.index, match.index + match[0].length]);
+    return found;
+  };
+}
+
+function withoutTokens(text: string, decoded: string, find: (text: string) => Span[]): string {
+  const spans = decoded === text ? find(text) : [...find(text), ...sourcesOf(text, find(decoded))];
+  return spans.length === 0 ? text : replaced(text, spans);
+}
+
+function replaced(text: string, spans: Span[]): string {
+  spans.sort((a, b) => a[0] - b[0]);
+  let result = '';
+  let done = 0;
+  for (const [start, end] of spans) {
+    // Found twice (as sent and decoded) or overlapping: one marker for the whole stretch.
+    if (start < done) {
+      done = Math.max(done, end);
+      continue;
+    }
+    result += `${text.slice(done, start)}${REDACTED}`;
+    done = end;
+  }
+  return result + text.slice(done);
+}
+
+function withoutAccessTokenValues(text: string): string {
   const start = text.indexOf('?');
-  const parameters = start === -1 ? redactParameters(text) : `${redactParameters(text.slice(0, start))}?${redactParameters(text.slice(start + 1))}`;
-  return withoutIssuedTokens(parameters);
+  return start === -1 ? redactParameters(text) : `${redactParameters(text.slice(0, start))}?${redactParameters(text.slice(start + 1))}`;
 }
 
 function redactParameters(text: string): string {
@@ -34,22 +87,55 @@ function redactParameter(parameter: string): string {
 }
 
 function isAccessTokenName(name: string): boolean {
-  return ACCESS_TOKEN_NAME.test(fullyDecoded(name.replaceAll('+', ' ')).trim().toLowerCase());
+  return ACCESS_TOKEN_NAME.test(decodedFully(name.replaceAll('+', ' ')).trim());
 }
 
-function withoutIssuedTokens(text: string): string {
-  // Most URLs have neither.
-  if (!text.includes('pst_') && !text.includes('%')) return text;
-  return text.replace(PIECE, (piece) => (ISSUED_TOKEN.test(fullyDecoded(piece)) ? REDACTED : piece));
-}
+const PERCENT = 0x25;
+const ESCAPE = /%[0-9a-f]{2}/i;
 
-function fullyDecoded(text: string): string {
-  let decoded = text;
-  for (let rounds = 0; rounds < 4 && decoded.includes('%'); rounds++) decoded = percentDecode(decoded);
+/**
+ * The text percent-decoded until no %XX is left, however deep (%252541 → %2541 → %41 → A), in one
+ * pass: a decoded character that completes an escape begun before it is decoded at once, so a deep
+ * nesting costs no more than the text's length. Bytes decode to the characters of the same code (as
+ * Latin-1): tokens are ASCII, and a stray % or invalid UTF-8 must not stop the log line. With
+ * `starts`, also writes where each decoded character begins in the text (it ends where the next begins).
+ */
+function decodedFully(text: string, starts?: number[]): string {
+  // What comes before the first escape decodes to itself.
+  const first = text.search(ESCAPE);
+  if (first === -1) return text;
+  if (starts) for (let index = 0; index < first; index++) starts.push(index);
+  // A stack of decoded characters: codes[0 .. top) is the decoding of what has been read.
+  const codes: number[] = [];
+  let top = 0;
+  for (let index = first; index < text.length; index++) {
+    if (starts) starts[first + top] = index;
+    codes[top++] = text.charCodeAt(index);
+    while (top >= 3 && codes[top - 3] === PERCENT && isHex(codes[top - 2]!) && isHex(codes[top - 1]!)) {
+      codes[top - 3] = hexValue(codes[top - 2]!) * 16 + hexValue(codes[top - 1]!);
+      top -= 2;
+    }
+  }
+  if (starts) starts.length = first + top;
+  let decoded = text.slice(0, first);
+  // In slices: a call takes only so many arguments.
+  for (let from = 0; from < top; from += 4096) decoded += String.fromCharCode(...codes.slice(from, Math.min(top, from + 4096)));
   return decoded;
 }
 
-// decodeURIComponent throws on a stray %; the logs and spans must still be written.
-function percentDecode(text: string): string {
-  return text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+/** Where spans of the text's full decoding came from in the text; worked out only for what was found. */
+function sourcesOf(text: string, spans: Span[]): Span[] {
+  if (spans.length === 0) return spans;
+  const starts: number[] = [];
+  decodedFully(text, starts);
+  const startOf = (at: number) => (at < starts.length ? starts[at]! : text.length);
+  return spans.map(([start, end]) => [startOf(start), startOf(end)]);
+}
+
+function isHex(code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
+}
+
+function hexValue(code: number): number {
+  return code <= 0x39 ? code - 0x30 : (code | 0x20) - 0x61 + 10;
 }

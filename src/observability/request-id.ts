@@ -1,15 +1,19 @@
-// X-Request-Id: taken from the request when it is a plain token (so it cannot forge log lines),
-// otherwise generated; logged with every line about the request and returned on every answer
-// that reaches routing (a request too malformed to parse as HTTP has no id yet).
+// X-Request-Id: taken from the request when it is a plain word (so it cannot forge log lines) and
+// holds no API token, otherwise generated; logged with every line about the request and returned
+// on every answer that reaches routing (a request too malformed to parse as HTTP has no id yet).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import type { Redact } from './redaction.ts';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
-export function requestIdFor(request: IncomingMessage): string {
-  const given = request.headers['x-request-id'];
-  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+/** Fastify's genReqId. An id is in every log line, so one that holds a token is not adopted. */
+export function requestIds(redact: Redact): (request: IncomingMessage) => string {
+  return (request) => {
+    const given = request.headers['x-request-id'];
+    return typeof given === 'string' && SAFE_REQUEST_ID.test(given) && redact(given) === given ? given : randomUUID();
+  };
 }
 
 export function returnRequestIds(app: FastifyInstance): void {

@@ -37,6 +37,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { TracingConfig } from '../config.ts';
 import { methodsOf } from './metrics.ts';
 import { RedactingExporter } from './redacting-exporter.ts';
+import type { Redact } from './redaction.ts';
 
 /** What a webhook delivery attempt reports, and the attempt as the dispatcher runs it. */
 export interface AttemptResult {
@@ -62,13 +63,13 @@ const TRACER = 'plant-store';
 const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
-export async function startTracing(app: FastifyInstance, config: TracingConfig, withOutboxTrace: WithOutboxTrace): Promise<Tracing> {
+export async function startTracing(app: FastifyInstance, config: TracingConfig, withOutboxTrace: WithOutboxTrace, redact: Redact): Promise<Tracing> {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
     sampler: samplerFor(config),
     // Tokens are redacted on the way out, by the rule the logs use.
     spanProcessors: [
-      new BatchSpanProcessor({ exporter: new RedactingExporter(new OTLPTraceExporter({ url: config.tracesUrl })), scheduledDelayMillis: config.batchDelayMs }),
+      new BatchSpanProcessor({ exporter: new RedactingExporter(new OTLPTraceExporter({ url: config.tracesUrl }), redact), scheduledDelayMillis: config.batchDelayMs }),
     ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
