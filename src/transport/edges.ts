@@ -1,9 +1,10 @@
 // Answers decided below Fastify's routing, where Node would otherwise answer for us or not at all:
 // every one is an Error body, and none leaves a pipelined request unanswered.
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { HttpError, rawErrorAnswer } from '../contract/errors.ts';
+import { clientErrorRefusal, HttpError, rawErrorAnswer } from '../contract/errors.ts';
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {
@@ -51,7 +52,19 @@ function lacksRequiredHost(request: IncomingMessage): boolean {
 
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
 function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
-  const answer = rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' });
+  closeWith(socket, rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' }));
+}
+
+/** Writes a last answer and closes the connection. */
+function closeWith(socket: Duplex, answer: string): void {
   // Ended, then destroyed once written: the server allows half-open sockets, so end() alone could linger.
   socket.end(answer, () => socket.destroy());
+}
+
+/** Fastify's `clientErrorHandler` option: a request that HTTP parsing refused, or that took too long to arrive. */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const refusal = clientErrorRefusal(error);
+  if (socket.writable) socket.write(rawErrorAnswer(refusal.statusCode, refusal.message));
+  socket.destroy(error);
 }
