@@ -1,6 +1,6 @@
 // Answers decided below Fastify's routing, where Node would otherwise answer for us or not at all:
 // every one is an Error body, and none leaves a pipelined request unanswered.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -18,9 +18,13 @@ export function answerTransportEdges(app: FastifyInstance): void {
   // Half-open, it answers them all in order and then closes.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('connect', refuseConnect);
+  app.server.on('request', noteAnswer);
   // Node answers an Expect it does not know with a bare 417 unless this event is handled; routed
   // instead, the hook below refuses it with the Error body and the request id, as any other refusal.
-  app.server.on('checkExpectation', (request, response) => app.routing(request, response));
+  app.server.on('checkExpectation', (request, response) => {
+    noteAnswer(request, response);
+    app.routing(request, response);
+  });
   app.addHook('onRequest', (request, _reply, done) => {
     const failure = edgeFailure(request.raw);
     done(failure ?? undefined);
@@ -61,10 +65,49 @@ function closeWith(socket: Duplex, answer: string): void {
   socket.end(answer, () => socket.destroy());
 }
 
-/** Fastify's `clientErrorHandler` option: a request that HTTP parsing refused, or that took too long to arrive. */
+// Node parses every request of a write before answering any, and sends their answers in order; an
+// error found further on must not overtake them. So each connection keeps its last two answers begun
+// (one object per connection, two assignments per request), and the error answer follows one of them.
+const begun = new WeakMap<Socket, { last: ServerResponse; previous: ServerResponse | undefined }>();
+// Node reports a failed parse again with each further chunk: one answer is enough.
+const failed = new WeakSet<Socket>();
+
+function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
+  const seen = begun.get(request.socket);
+  if (seen === undefined) {
+    begun.set(request.socket, { last: response, previous: undefined });
+    return;
+  }
+  seen.previous = seen.last;
+  seen.last = response;
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: a request that HTTP parsing refused, or that took too long
+ * to arrive, gets its Error answer with `Connection: close` once every request before it has its own.
+ */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
+  failed.add(socket);
   const refusal = clientErrorRefusal(error);
-  if (socket.writable) socket.write(rawErrorAnswer(refusal.statusCode, refusal.message));
-  socket.destroy(error);
+  const answer = rawErrorAnswer(refusal.statusCode, refusal.message);
+  const before = answerBefore(socket);
+  if (before === undefined || before.writableFinished) {
+    if (socket.writable) closeWith(socket, answer);
+    return;
+  }
+  const send = (): void => {
+    // Not writable: Node closes the connection after that answer, which said Connection: close.
+    if (socket.writable) closeWith(socket, answer);
+  };
+  // The client half-closed, so Node ends the connection as soon as this answer is sent: go first.
+  before.prependOnceListener('finish', () => socket.readableEnded && send());
+  before.once('finish', send);
+}
+
+/** The answer the error answer follows: the last one begun, unless its request is the one broken off unanswered. */
+function answerBefore(socket: Socket): ServerResponse | undefined {
+  const seen = begun.get(socket);
+  if (seen === undefined) return undefined;
+  return seen.last.req.complete || seen.last.writableEnded ? seen.last : seen.previous;
 }
