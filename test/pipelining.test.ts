@@ -4,6 +4,7 @@
 // writes are held back by a lock on the store until the service has found the failure, so every
 // answer is still being computed when it does.
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -153,6 +154,13 @@ async function exchange(service: Listening, bytes: string, { halfClose = false, 
   }
 }
 
+/** The requests the service parsed on its connections, in order. */
+function parsedRequests(service: Listening): IncomingMessage[] {
+  const requests: IncomingMessage[] = [];
+  service.app.server.on('request', (request: IncomingMessage) => requests.push(request));
+  return requests;
+}
+
 /** The valid answers come first, in order, each its own; then the Error answer closes the connection. */
 function checkAnswers(t: Test, { responses, byServer }: Exchange, ids: number[], pageId: string, last: Omit<Malformed, 'bytes'>): void {
   t.same(responses.map((answer) => answer.statusCode), [...ids.map(() => 200), 200, last.status], 'every answer, in order, then the Error');
@@ -248,4 +256,48 @@ t.test('PostgreSQL: a request timing out behind pipelined ones gets its 408 afte
     });
   }
   t.equal(await service.store.getPlant(30_000n), undefined, 'the request that never arrived whole stored nothing');
+
+  await t.test('headers completed after HEADERS_TIMEOUT: that request is refused unread, with the 408', async (t) => {
+    const ids = [30_101, 30_102];
+    const late = post(30_100);
+    const cut = late.indexOf('X-Request-Id');
+    const then = async ({ socket, closed }: RawConnection): Promise<void> => {
+      const parsed = once(service.app.server, 'request');
+      socket.write(late.slice(cut));
+      await Promise.race([parsed, closed]);
+    };
+    const answers = await exchange(service, post(ids[0]!) + post(ids[1]!) + page('page-late') + late.slice(0, cut), { then });
+    checkAnswers(t, answers, ids, 'page-late', { status: 408, label: 'the late request', documentedOn: ['POST', '/plants'] });
+    t.equal(answers.responses.at(-1)?.headers['x-request-id'], 'post-30100', 'the 408 is that request\'s answer');
+    await checkStored(t, service.store, ids, answers);
+    t.equal(await service.store.getPlant(30_100n), undefined, 'and it stored nothing');
+  });
+
+  await t.test('a body completed after REQUEST_TIMEOUT: it is served, and the connection goes on', async (t) => {
+    const ids = [30_201, 30_202, 30_203];
+    const slow = post(ids[2]!);
+    const release = await service.holdWrites();
+    t.teardown(release);
+    const connection = await openRaw(service.port);
+    t.teardown(() => connection.destroy());
+    const failed = once(service.app.server, 'clientError');
+    const requests = parsedRequests(service);
+    connection.socket.write(post(ids[0]!) + post(ids[1]!) + page('page-slow') + slow.slice(0, -10));
+    const [error] = (await failed) as [NodeJS.ErrnoException];
+    t.equal(error.code, 'ERR_HTTP_REQUEST_TIMEOUT', 'the body timed out');
+    const slowRequest = requests[3]!;
+    const whole = once(slowRequest, 'end').catch(() => undefined); // an abort is seen as the connection closing
+    connection.socket.write(slow.slice(-10));
+    await Promise.race([whole, connection.closed]);
+    await release();
+    // Each answer, or none once the connection closed.
+    const answers = await Promise.all([0, 1, 2, 3].map((n) => connection.response(n).catch(() => undefined)));
+    t.same(answers.map((answer) => answer?.statusCode), [200, 200, 200, 200], 'every request answered, the slow one too');
+    t.equal(answers[3]?.headers['x-request-id'], `post-${ids[2]}`, 'its own answer');
+    t.notOk(answers.some((answer) => answer?.headers.connection === 'close'), 'none closes the connection');
+    connection.socket.write(page('page-after'));
+    const after = await connection.response(4).catch(() => undefined);
+    t.equal(after?.statusCode, 200, 'which serves the next request as any other');
+    await checkStored(t, service.store, ids, { responses: connection.responses, byServer: false });
+  });
 });

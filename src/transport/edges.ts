@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { clientErrorRefusal, HttpError, rawErrorAnswer } from '../contract/errors.ts';
+import { clientErrorRefusal, HttpError, rawErrorAnswer, refuse } from '../contract/errors.ts';
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {
@@ -25,9 +25,12 @@ export function answerTransportEdges(app: FastifyInstance): void {
     noteAnswer(request, response);
     app.routing(request, response);
   });
-  app.addHook('onRequest', (request, _reply, done) => {
-    const failure = edgeFailure(request.raw);
-    done(failure ?? undefined);
+  app.addHook('onRequest', (request, reply, done) => {
+    // After a timeout Node goes on parsing while the answers before it are sent: a request completed
+    // then is refused unread, as the connection was, whatever its route.
+    const late = failed.get(request.raw.socket);
+    if (late !== undefined) refuse(request, reply, late);
+    else done(edgeFailure(request.raw) ?? undefined);
   });
 }
 
@@ -69,8 +72,8 @@ function closeWith(socket: Duplex, answer: string): void {
 // error found further on must not overtake them. So each connection keeps its last two answers begun
 // (one object per connection, two assignments per request), and the error answer follows one of them.
 const begun = new WeakMap<Socket, { last: ServerResponse; previous: ServerResponse | undefined }>();
-// Node reports a failed parse again with each further chunk: one answer is enough.
-const failed = new WeakSet<Socket>();
+// The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
+const failed = new WeakMap<Socket, HttpError>();
 
 function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
   const seen = begun.get(request.socket);
@@ -88,17 +91,25 @@ function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
-  failed.add(socket);
   const refusal = clientErrorRefusal(error);
+  failed.set(socket, refusal);
   const answer = rawErrorAnswer(refusal.statusCode, refusal.message);
   const before = answerBefore(socket);
   if (before === undefined || before.writableFinished) {
     if (socket.writable) closeWith(socket, answer);
     return;
   }
+  // A failed parse parses nothing more; after a timeout, the parser goes on.
+  const last = begun.get(socket)?.last;
+  const lastComplete = last?.req.complete;
   const send = (): void => {
     // Not writable: Node closes the connection after that answer, which said Connection: close.
-    if (socket.writable) closeWith(socket, answer);
+    if (!socket.writable) return;
+    // A request completed since was refused as the connection was, and that answer closes it.
+    if (begun.get(socket)?.last !== last) return;
+    // The body that timed out arrived whole after all: it is served, and the connection goes on.
+    if (last !== undefined && last.req.complete !== lastComplete) failed.delete(socket);
+    else closeWith(socket, answer);
   };
   // The client half-closed, so Node ends the connection as soon as this answer is sent: go first.
   before.prependOnceListener('finish', () => socket.readableEnded && send());
