@@ -70,12 +70,13 @@ function closeWith(socket: Duplex, answer: string): void {
 
 // Node parses every request of a write before answering any, and sends their answers in order; an
 // error found further on must not overtake them. So each connection keeps its last two answers begun
-// (one object per connection, two assignments per request), and the error answer follows one of them.
-const begun = new WeakMap<Socket, { last: ServerResponse; previous: ServerResponse | undefined }>();
+// and not yet finished (one object per connection), and the error answer follows one of them.
+const begun = new WeakMap<Socket, { last: ServerResponse | undefined; previous: ServerResponse | undefined }>();
 // The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
 const failed = new WeakMap<Socket, HttpError>();
 
 function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
+  response.on('finish', forgetAnswer);
   const seen = begun.get(request.socket);
   if (seen === undefined) {
     begun.set(request.socket, { last: response, previous: undefined });
@@ -83,6 +84,16 @@ function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
   }
   seen.previous = seen.last;
   seen.last = response;
+}
+
+/** A finished answer needs no following, and is not kept alive by an idle connection. */
+function forgetAnswer(this: ServerResponse): void {
+  const seen = begun.get(this.req.socket);
+  // While an error answer waits, the last answer begun tells whether a request came since.
+  if (seen === undefined || failed.has(this.req.socket)) return;
+  // Answers finish in order: after the last, none is left.
+  if (seen.last === this) seen.last = seen.previous = undefined;
+  else if (seen.previous === this) seen.previous = undefined;
 }
 
 /**
@@ -119,6 +130,6 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
 /** The answer the error answer follows: the last one begun, unless its request is the one broken off unanswered. */
 function answerBefore(socket: Socket): ServerResponse | undefined {
   const seen = begun.get(socket);
-  if (seen === undefined) return undefined;
+  if (seen?.last === undefined) return undefined;
   return seen.last.req.complete || seen.last.writableEnded ? seen.last : seen.previous;
 }
