@@ -5,7 +5,7 @@
 // answer is still being computed when it does.
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
@@ -143,7 +143,9 @@ async function exchange(service: Listening, bytes: string, { halfClose = false, 
     const failed = once(service.app.server, 'clientError');
     if (halfClose) connection.socket.end(bytes);
     else connection.socket.write(bytes);
-    await failed;
+    const [, socket] = (await failed) as [Error, Socket];
+    // The service sees the half-close before any answer goes out: Node then ends the connection after the last.
+    if (halfClose && !socket.readableEnded) await once(socket, 'end');
     await then?.(connection);
     await release();
     const { byServer } = await connection.closed;
