@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
-import { clientErrorHandler, frameworkErrorHandler } from './contract/errors.ts';
+import { frameworkErrorHandler } from './contract/errors.ts';
 import routes from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
@@ -20,7 +20,7 @@ import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
-import { TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
+import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
 import transport, { DEFAULT_LIMITS } from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
@@ -103,7 +103,7 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     schemaErrorFormatter: formatSchemaErrors,
     routerOptions: { querystringParser: parseQueryString },
     frameworkErrors: frameworkErrorHandler,
-    clientErrorHandler,
+    clientErrorHandler: answerClientError,
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,
     forceCloseConnections: 'idle',

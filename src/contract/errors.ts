@@ -1,5 +1,4 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
-import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export interface ErrorBody {
@@ -96,12 +95,10 @@ const REASON_PHRASES: Record<number, string> = {
   431: 'Request Header Fields Too Large',
 };
 
-/** Fastify's `clientErrorHandler` option: requests so malformed that HTTP parsing failed. */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+/** The refusal of a request so malformed that HTTP parsing failed, or that took too long to arrive: the connection closes after it. */
+export function clientErrorRefusal(error: NodeJS.ErrnoException): HttpError {
   const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP.'];
-  if (socket.writable) socket.write(rawErrorAnswer(status, message));
-  socket.destroy(error);
+  return new HttpError(status, message, { connection: 'close' });
 }
 
 /** A whole HTTP answer with the Error body and `Connection: close`, for sockets Fastify never sees. */

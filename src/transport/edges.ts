@@ -1,9 +1,10 @@
 // Answers decided below Fastify's routing, where Node would otherwise answer for us or not at all:
 // every one is an Error body, and none leaves a pipelined request unanswered.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { HttpError, rawErrorAnswer } from '../contract/errors.ts';
+import { clientErrorRefusal, HttpError, rawErrorAnswer, refuse } from '../contract/errors.ts';
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {
@@ -17,12 +18,19 @@ export function answerTransportEdges(app: FastifyInstance): void {
   // Half-open, it answers them all in order and then closes.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('connect', refuseConnect);
+  app.server.on('request', noteAnswer);
   // Node answers an Expect it does not know with a bare 417 unless this event is handled; routed
   // instead, the hook below refuses it with the Error body and the request id, as any other refusal.
-  app.server.on('checkExpectation', (request, response) => app.routing(request, response));
-  app.addHook('onRequest', (request, _reply, done) => {
-    const failure = edgeFailure(request.raw);
-    done(failure ?? undefined);
+  app.server.on('checkExpectation', (request, response) => {
+    noteAnswer(request, response);
+    app.routing(request, response);
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    // After a timeout Node goes on parsing while the answers before it are sent: a request completed
+    // then is refused unread, as the connection was, whatever its route.
+    const late = failed.get(request.raw.socket);
+    if (late !== undefined) refuse(request, reply, late);
+    else done(edgeFailure(request.raw) ?? undefined);
   });
 }
 
@@ -51,7 +59,77 @@ function lacksRequiredHost(request: IncomingMessage): boolean {
 
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
 function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
-  const answer = rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' });
+  closeWith(socket, rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' }));
+}
+
+/** Writes a last answer and closes the connection. */
+function closeWith(socket: Duplex, answer: string): void {
   // Ended, then destroyed once written: the server allows half-open sockets, so end() alone could linger.
   socket.end(answer, () => socket.destroy());
+}
+
+// Node parses every request of a write before answering any, and sends their answers in order; an
+// error found further on must not overtake them. So each connection keeps its last two answers begun
+// and not yet finished (one object per connection), and the error answer follows one of them.
+const begun = new WeakMap<Socket, { last: ServerResponse | undefined; previous: ServerResponse | undefined }>();
+// The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
+const failed = new WeakMap<Socket, HttpError>();
+
+function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
+  response.on('finish', forgetAnswer);
+  const seen = begun.get(request.socket);
+  if (seen === undefined) {
+    begun.set(request.socket, { last: response, previous: undefined });
+    return;
+  }
+  seen.previous = seen.last;
+  seen.last = response;
+}
+
+/** A finished answer needs no following, and is not kept alive by an idle connection. */
+function forgetAnswer(this: ServerResponse): void {
+  const seen = begun.get(this.req.socket);
+  // While an error answer waits, the last answer begun tells whether a request came since.
+  if (seen === undefined || failed.has(this.req.socket)) return;
+  // Answers finish in order: after the last, none is left.
+  if (seen.last === this) seen.last = seen.previous = undefined;
+  else if (seen.previous === this) seen.previous = undefined;
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: a request that HTTP parsing refused, or that took too long
+ * to arrive, gets its Error answer with `Connection: close` once every request before it has its own.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
+  const refusal = clientErrorRefusal(error);
+  failed.set(socket, refusal);
+  const answer = rawErrorAnswer(refusal.statusCode, refusal.message);
+  const before = answerBefore(socket);
+  if (before === undefined || before.writableFinished) {
+    if (socket.writable) closeWith(socket, answer);
+    return;
+  }
+  // A failed parse parses nothing more; after a timeout, the parser goes on.
+  const last = begun.get(socket)?.last;
+  const lastComplete = last?.req.complete;
+  const send = (): void => {
+    // Not writable: Node closes the connection after that answer, which said Connection: close.
+    if (!socket.writable) return;
+    // A request completed since was refused as the connection was, and that answer closes it.
+    if (begun.get(socket)?.last !== last) return;
+    // The body that timed out arrived whole after all: it is served, and the connection goes on.
+    if (last !== undefined && last.req.complete !== lastComplete) failed.delete(socket);
+    else closeWith(socket, answer);
+  };
+  // The client half-closed, so Node ends the connection as soon as this answer is sent: go first.
+  before.prependOnceListener('finish', () => socket.readableEnded && send());
+  before.once('finish', send);
+}
+
+/** The answer the error answer follows: the last one begun, unless its request is the one broken off unanswered. */
+function answerBefore(socket: Socket): ServerResponse | undefined {
+  const seen = begun.get(socket);
+  if (seen?.last === undefined) return undefined;
+  return seen.last.req.complete || seen.last.writableEnded ? seen.last : seen.previous;
 }
