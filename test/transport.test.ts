@@ -67,6 +67,19 @@ t.test('an HTTP/1.1 request without Host: a documented 400 Error, then the conne
   t.equal(http10[0]?.statusCode, 200, 'HTTP/1.0 may omit Host');
 });
 
+t.test('logged at info, a request whose client is gone before its line is written is still logged (HAProxy health checks)', async (t) => {
+  const built = await build(t, { logLevel: 'info' });
+  await built.app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (built.app.server.address() as AddressInfo).port;
+  const logged = new Promise<void>((resolve) => built.app.server.once('request', (_request, response) => response.once('close', resolve)));
+  const socket = connect(port, '127.0.0.1', () => socket.end('GET /readyz?gone HTTP/1.0\r\n\r\n', () => socket.resetAndDestroy()));
+  socket.on('error', () => undefined);
+  await logged;
+  const [answer] = rawResponses(await rawExchange(port, 'GET /readyz HTTP/1.0\r\n\r\n'));
+  t.equal(answer?.statusCode, 200, 'the service still answers');
+  t.match(built.logs(), '/readyz?gone', 'and logged the request of the client that left');
+});
+
 t.test('CONNECT: a 405 Error with Connection: close, not a silent close', async (t) => {
   const { port } = await listening(t);
   const [answer, ...more] = rawResponses(await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));

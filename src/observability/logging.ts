@@ -8,11 +8,12 @@ export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.Wri
     redact: { paths: ['req.headers.authorization'], censor: REDACTED },
     serializers: {
       // Host and the address come from headers (Host, X-Forwarded-*) that a client may fill with a token.
+      // A client gone before its line is written (HAProxy's health checks) leaves no address, and may leave no Host.
       req: (request: FastifyRequest) => ({
         method: request.method,
         url: redact(request.url),
-        host: redact(request.host),
-        remoteAddress: redact(request.ip),
+        host: request.host === undefined ? undefined : redact(request.host),
+        remoteAddress: request.ip === undefined ? undefined : redact(request.ip),
       }),
       // A refusal's message may quote the client's input ("the unknown field …").
       reason: (reason: unknown) => (typeof reason === 'string' ? redact(reason) : reason),
