@@ -379,13 +379,27 @@ function isSerializedOrigin(text: string): boolean {
   return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === text && ORIGIN_HOST.test(url.hostname);
 }
 
-// Ajv reports "/PORT must be <= 65535"; the variable name is what an operator needs, and for a
-// list of choices (LOG_LEVEL), the choices.
+// Ajv reports "/PORT must be <= 65535"; an operator needs the variable's name and what it takes,
+// which the schema above already says (a default lives there, so it is the example).
 function explain(errors: ErrorObject[]): string {
-  const choice = errors.find((detail) => detail.keyword === 'enum');
-  if (choice) {
-    const values = ((choice.params as { allowedValues?: unknown[] }).allowedValues ?? []).map(String);
-    return `${choice.instancePath.replace(/^\//, '')} must be one of ${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
-  }
-  return errors.map((error) => `${error.instancePath.replace(/^\//, '')} ${error.message}`).join(', ');
+  const variables = [...new Set(errors.map((error) => error.instancePath.replace(/^\//, '')))];
+  return variables.map((variable) => expected(variable, errors.filter((error) => error.instancePath === `/${variable}`))).join('; ');
+}
+
+type PropertySchema = { type?: string; enum?: readonly string[]; minimum?: number; maximum?: number; default?: unknown };
+
+function expected(variable: string, errors: ErrorObject[]): string {
+  const property = (schema.properties as Record<string, PropertySchema>)[variable];
+  const example = property?.default === undefined ? '' : `, e.g. ${variable}=${String(property.default)}`;
+  if (property?.enum) return `${variable} must be one of ${property.enum.slice(0, -1).join(', ')} or ${property.enum.at(-1)}`;
+  if (property?.type === 'boolean') return `${variable} takes true or false${example}`;
+  if (property?.type === 'integer' || property?.type === 'number') return `${variable} takes ${numberRange(property)}${example}`;
+  return errors.map((error) => `${variable} ${error.message}`).join(', ');
+}
+
+function numberRange({ type, minimum, maximum }: PropertySchema): string {
+  const kind = type === 'integer' ? 'a whole number' : 'a number';
+  if (minimum !== undefined && maximum !== undefined) return `${kind} from ${minimum} to ${maximum}`;
+  if (minimum !== undefined) return `${kind} of at least ${minimum}`;
+  return maximum === undefined ? kind : `${kind} of at most ${maximum}`;
 }

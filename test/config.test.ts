@@ -154,6 +154,17 @@ t.test('each bad value is a ConfigError naming its variable', async (t) => {
   }
 });
 
+t.test('a bad PORT says what PORT takes, with an example', async (t) => {
+  for (const value of ['abc', '70000', '-1', '80.5']) {
+    t.equal(configError({ PORT: value }).message, 'Invalid configuration: PORT takes a whole number from 0 to 65535, e.g. PORT=3000', `PORT=${value}`);
+  }
+  t.equal(
+    configError({ PORT: 'abc', DOCS_PERSIST_AUTHORIZATION: 'maybe' }).message,
+    'Invalid configuration: PORT takes a whole number from 0 to 65535, e.g. PORT=3000; DOCS_PERSIST_AUTHORIZATION takes true or false, e.g. DOCS_PERSIST_AUTHORIZATION=false',
+    'each bad variable once, in one line',
+  );
+});
+
 t.test('LOG_LEVEL names its allowed values', async (t) => {
   t.equal(configError({ LOG_LEVEL: 'loud' }).message, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace or silent');
 });
@@ -256,9 +267,9 @@ t.test('OpenTelemetry variables are validated, each error one line naming the va
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio/],
-    [{ ...endpoint, OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG must be <= 1/],
+    [{ ...endpoint, OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG takes a number from 0 to 1$/],
     [{ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json/],
-    [{ ...endpoint, OTEL_SDK_DISABLED: 'perhaps' }, /OTEL_SDK_DISABLED must be boolean/],
+    [{ ...endpoint, OTEL_SDK_DISABLED: 'perhaps' }, /OTEL_SDK_DISABLED takes true or false, e.g. OTEL_SDK_DISABLED=false$/],
   ];
   for (const [env, expected] of cases) {
     const { message } = configError(env);

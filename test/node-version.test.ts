@@ -1,10 +1,10 @@
 // `node src/entry.js` on a Node older than 24 (a machine's own Node, a node:20 image) says in one
 // line that Node 24 is needed and how to get it, exit code 1, no stack. Run with the machine's
 // older Node (Debian's nodejs is installed when there is none); none at all: a visible skip, or a
-// failure with CI=true.
+// failure with CI=true. And `npm ci` with that Node prints no wall of warnings (.npmrc).
 import { spawnSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { relative } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT } from './harness/paths.ts';
 import { aptInstall, onPath, skipUnlessCi } from './harness/system-packages.ts';
@@ -47,4 +47,21 @@ t.test(`node src/entry.js on an older Node says in one line that Node 24 is need
   t.match(lines[0], /Node 24/, 'names the Node it needs');
   t.match(lines[0], new RegExp(`\\b${found.version.replace(/\./g, '\\.')}\\b`), 'names the Node it got');
   t.match(lines[0], /npm start/, 'says how: npm start uses the pinned Node');
+});
+
+// What a newcomer sees first: `npm ci` with the machine's npm on the machine's Node. --dry-run builds
+// the same tree and runs the same engine checks, then stops before touching node_modules.
+t.test('npm ci on an older Node prints no warnings', { skip }, async (t) => {
+  t.ok(found, 'a Node older than 24 is available');
+  if (!found) return;
+  const npmCli = [process.env.npm_execpath, join(dirname(found.path), '../lib/node_modules/npm/bin/npm-cli.js')].find((path) => path?.endsWith('npm-cli.js') && existsSync(path));
+  t.ok(npmCli, 'npm is installed beside it');
+  if (!npmCli) return;
+  // Without the npm_* variables of the npm running this test, which would pass its own settings on.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+  const run = spawnSync(found.path, [npmCli, 'ci', '--dry-run', '--no-audit', '--no-fund'], { cwd: REPO_ROOT, encoding: 'utf8', env });
+  t.equal(run.status, 0, run.status === 0 ? 'npm ci --dry-run succeeds' : `npm ci --dry-run: ${run.stderr}`);
+  const lines = `${run.stdout}${run.stderr}`.split('\n');
+  t.same(lines.filter((line) => /\bwarn\b|EBADENGINE/.test(line)), [], 'no warning line');
+  t.comment(`npm ci --dry-run on ${found.version}: ${lines.filter(Boolean).length} line(s) of output`);
 });
