@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { encodeCursor } from '../src/plants/representation.ts';
+import { encodeCursor } from '../src/contract/paging.ts';
 import { openStore } from '../src/store/factory.ts';
 import { integerSetting } from '../test/harness/settings.ts';
 

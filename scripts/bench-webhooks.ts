@@ -57,7 +57,8 @@ async function run(hanging: number): Promise<Result> {
     const healthy = await receiver(false);
     const silent = await receiver(true);
     cleanup.teardown(() => closed(healthy.server));
-    const env = { API_TOKENS: TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT: `${TIMEOUT_S}s`, WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms' };
+    const env = { API_TOKENS: TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT: `${TIMEOUT_S}s`, WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms',
+      WEBHOOK_SUBSCRIPTIONS_MAX: String(hanging + 1) };
     const server = await startServer(cleanup, serverEnv(dir, env));
     // Closed before the server stops, so that its held attempts end and it stops at once.
     cleanup.teardown(() => closed(silent.server));

@@ -83,7 +83,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     handlers: {
       // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
       ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
-      ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks }),
+      ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
       ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
       ...createDocsHandlers(readSpecificationText),
       getMetrics: createMetricsHandler(app.observability.metrics),

@@ -94,6 +94,8 @@ export interface WebhookConfig {
   timeoutMs: number;
   /** How long delivered deliveries stay listed before they are pruned. */
   retentionMs: number;
+  /** The most subscriptions the store holds; past it, POST /webhooks answers 409. */
+  subscriptionsMax: number;
 }
 
 interface RawEnv {
@@ -115,6 +117,7 @@ interface RawEnv {
   WEBHOOK_RETRY_SCHEDULE: string;
   WEBHOOK_TIMEOUT: string;
   WEBHOOK_RETENTION: string;
+  WEBHOOK_SUBSCRIPTIONS_MAX: number;
   REQUEST_TIMEOUT: string;
   HEADERS_TIMEOUT: string;
   KEEP_ALIVE_TIMEOUT: string;
@@ -165,6 +168,8 @@ const schema = {
     WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
     WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
     WEBHOOK_RETENTION: { type: 'string', default: '1h' },
+    // Bounded so that the limit stays a 32-bit integer, as the statement that checks it casts it.
+    WEBHOOK_SUBSCRIPTIONS_MAX: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 100 },
     REQUEST_TIMEOUT: { type: 'string', default: '30s' },
     HEADERS_TIMEOUT: { type: 'string', default: '10s' },
     KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
@@ -232,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
       timeoutMs: durations('WEBHOOK_TIMEOUT', [raw.WEBHOOK_TIMEOUT])[0]!,
       retentionMs: durations('WEBHOOK_RETENTION', [raw.WEBHOOK_RETENTION])[0]!,
+      subscriptionsMax: raw.WEBHOOK_SUBSCRIPTIONS_MAX,
     },
     timeouts: {
       requestMs: durations('REQUEST_TIMEOUT', [raw.REQUEST_TIMEOUT])[0]!,

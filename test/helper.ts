@@ -38,6 +38,7 @@ export const TEST_WEBHOOKS: AppConfig['webhooks'] = {
   retryScheduleMs: [50, 50, 50],
   timeoutMs: 2_000,
   retentionMs: 3_600_000,
+  subscriptionsMax: loadConfig({}).webhooks.subscriptionsMax,
 };
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {

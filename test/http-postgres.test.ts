@@ -13,4 +13,5 @@ if (options.skip) {
   await import('./auth.test.ts');
   await import('./docs.test.ts');
   await import('./text-input.test.ts');
+  await import('./webhook-pages.test.ts');
 }

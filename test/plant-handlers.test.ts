@@ -34,7 +34,7 @@ t.test('without a subscriber, creates, replaces and deletes leave the dispatcher
 
 t.test('with a subscriber, each of them wakes it', async (t) => {
   const { store, handlers, wakes } = await handlersOn(t);
-  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced', 'plant.deleted'], secret: 'whsec_x' });
+  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced', 'plant.deleted'], secret: 'whsec_x' }, 100);
   await writeEach(handlers);
   t.equal(wakes(), 3);
   t.equal(await store.countPendingDeliveries(), 3, 'three deliveries to send');

@@ -39,6 +39,30 @@ t.test('openapi.yaml is OpenAPI 3.1.0, version 1.0.0, MIT, and declares the publ
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML walked by key
+type Node = Record<string, any>;
+const resolved = (node: Node): Node => (typeof node.$ref === 'string' ? node.$ref.slice(2).split('/').reduce((at: Node, key: string) => at[key], spec) : node);
+
+t.test('every page answer declares maxItems, the largest limit; keyset lists share the paging parameters and Link', async (t) => {
+  const lists = Object.entries<Node>(spec.paths).flatMap(([path, item]) =>
+    Object.entries<Node>(item)
+      .filter(([method, operation]) => HTTP_METHODS.has(method) && resolved(operation.responses?.['200'] ?? {}).content?.['application/json']?.schema?.type === 'array')
+      .map(([, operation]) => ({ path, operation, schema: resolved(operation.responses['200']).content['application/json'].schema as Node })),
+  );
+  t.same(lists.map(({ operation }) => operation.operationId).sort(), ['listPlants', 'listWebhookDeliveries', 'listWebhooks'], 'the lists');
+  for (const { operation, schema } of lists) {
+    const parameters: Node[] = operation.parameters ?? [];
+    const limit = parameters.map(resolved).find((parameter) => parameter.name === 'limit');
+    t.ok(limit, `${operation.operationId} takes a limit`);
+    t.equal(schema.maxItems, limit?.schema.maximum, `${operation.operationId}: maxItems is the largest limit, ${limit?.schema.maximum}`);
+    t.same(parameters.find((parameter) => resolved(parameter).name === 'limit'), { $ref: '#/components/parameters/PageLimit' }, `${operation.operationId}: the shared limit`);
+    if (!parameters.some((parameter) => resolved(parameter).name === 'cursor')) continue;
+    t.same(parameters.find((parameter) => resolved(parameter).name === 'cursor'), { $ref: '#/components/parameters/PageCursor' }, `${operation.operationId}: the shared cursor`);
+    t.same(operation.responses['200'].headers.Link, { $ref: '#/components/headers/NextPage' }, `${operation.operationId}: the shared Link`);
+  }
+  t.ok(spec.paths['/webhooks'].get.parameters.some((parameter: Node) => resolved(parameter).name === 'cursor'), 'GET /webhooks is keyset-paged');
+});
+
 t.test('every operation in openapi.yaml is routed to its handler', async (t) => {
   const { app } = await build(t);
   const operations = Object.entries<Record<string, { operationId: string }>>(spec.paths).flatMap(([path, item]) =>

@@ -176,7 +176,7 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
 
 t.test('the outbox poll, token last-use times and pruning wait for the lock without blocking, then fail as unavailable', async (t) => {
   const { store, path, lockWait } = storeTellingLockWaits(t);
-  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' });
+  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' }, 100);
   await store.createPlant({ id: 1n, name: 'with an event to deliver' });
   const token = await store.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
   const holder = await holdWriteLock(path);

@@ -4,6 +4,7 @@
 import type { Test } from 'tap';
 import {
   eventPayload,
+  SubscriptionLimitError,
   WEBHOOK_EVENTS,
   type AttemptOutcome,
   type ClaimedDelivery,
@@ -28,6 +29,8 @@ const TWO_53 = 2n ** 53n;
 // "Now" for the webhook outbox: far in the future, so every delivery written during a test is due.
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const LEASE_MS = 60_000;
+/** WEBHOOK_SUBSCRIPTIONS_MAX's default: room for every subscription a test makes but the limit's own. */
+const SUBSCRIPTIONS_MAX = 100;
 
 export async function storeContract(t: Test, name: string, open: OpenStore): Promise<void> {
   await t.test(`${name}: PlantStore contract`, async (t) => {
@@ -293,7 +296,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       const store = await open(t);
       // Matched by name, not class: the same check shows what a driver without the rule did instead.
       const refused = (field: string) => ({ name: 'UnstorableTextError', field, message: new RegExp(`"${field}" contains the NUL character`) });
-      const subscription = await store.createSubscription(newSubscription('watching', [...WEBHOOK_EVENTS]));
+      const subscription = await store.createSubscription(newSubscription('watching', [...WEBHOOK_EVENTS]), SUBSCRIPTIONS_MAX);
       await seed(t, store, [{ id: 1n, name: 'kept', tag: 'aroid' }]);
       const [created] = await claimAll(store);
       await store.recordAttempt({ id: created!.id, at: iso(0), result: 'delivered', responseStatus: 204 });
@@ -313,13 +316,13 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       await t.rejects(store.createToken(token), refused('name'), 'createToken: a NUL in the name');
       await t.rejects(store.revokeToken('ci\u0000bot'), refused('name'), 'revokeToken: a NUL in the name');
       t.strictSame(await store.listTokens(), [], 'no token was stored');
-      await t.rejects(store.createSubscription({ ...newSubscription('x', ['plant.created']), url: 'https://hooks.example.com/\u0000' }), refused('url'));
-      t.strictSame(await store.listSubscriptions(), [subscription], 'no subscription was stored');
+      await t.rejects(store.createSubscription({ ...newSubscription('x', ['plant.created']), url: 'https://hooks.example.com/\u0000' }, SUBSCRIPTIONS_MAX), refused('url'));
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [subscription], 'no subscription was stored');
     });
 
     t.test('a NUL in why an attempt failed is kept as U+FFFD, so the outcome is recorded on every driver', async (t) => {
       const store = await open(t);
-      const subscription = await store.createSubscription(newSubscription('nul', ['plant.created']));
+      const subscription = await store.createSubscription(newSubscription('nul', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [{ id: 1n, name: 'one' }]);
       const [claimed] = await claimAll(store);
       await store.recordAttempt({ id: claimed!.id, at: iso(1_000), result: 'retry', nextAttemptAt: iso(2_000), error: 'could not deliver: a\u0000b' });
@@ -328,7 +331,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       const disabled = { result: 'failed', error: 'gone\u0000', disableSubscription: 'the receiver said\u0000 gone' } as const;
       await store.recordAttempt({ id: again!.id, at: iso(3_000), ...disabled });
       t.equal((await deliveriesOf(store, subscription.id))[0]?.lastError, 'gone\ufffd', 'failed');
-      t.equal((await store.listSubscriptions())[0]?.disabledReason, 'the receiver said\ufffd gone', 'why the subscription was disabled');
+      t.equal((await store.listSubscriptions({ limit: 1000 }))[0]?.disabledReason, 'the receiver said\ufffd gone', 'why the subscription was disabled');
     });
 
     t.test('walking pages with after = the last id of the previous page visits every plant once', async (t) => {
@@ -710,9 +713,9 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('createSubscription answers the subscription; listSubscriptions lists every one in id order', async (t) => {
       const store = await open(t);
-      t.strictSame(await store.listSubscriptions(), [], 'none at first');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [], 'none at first');
       const before = Date.now();
-      const first = await store.createSubscription(newSubscription('first', ['plant.created', 'plant.deleted']));
+      const first = await store.createSubscription(newSubscription('first', ['plant.created', 'plant.deleted']), SUBSCRIPTIONS_MAX);
       const after = Date.now();
       t.equal(typeof first.id, 'bigint', 'the id is a bigint');
       t.equal(first.url, newSubscription('first', []).url, 'the url as given');
@@ -722,18 +725,51 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.ok(createdAt >= before - 5_000 && createdAt <= after + 5_000, 'createdAt is the time of creation');
       t.strictSame(Object.keys(first).sort(), ['createdAt', 'events', 'id', 'url'], 'no disabledAt, no disabledReason, never the secret');
 
-      const second = await store.createSubscription(newSubscription('second', ['plant.deleted', 'plant.replaced', 'plant.created']));
-      const third = await store.createSubscription(newSubscription('third', ['plant.replaced']));
+      const second = await store.createSubscription(newSubscription('second', ['plant.deleted', 'plant.replaced', 'plant.created']), SUBSCRIPTIONS_MAX);
+      const third = await store.createSubscription(newSubscription('third', ['plant.replaced']), SUBSCRIPTIONS_MAX);
       t.strictSame(second.events, ['plant.deleted', 'plant.replaced', 'plant.created'], 'events in the order given');
       t.ok(first.id < second.id && second.id < third.id, 'ids grow');
-      t.strictSame(await store.listSubscriptions(), [first, second, third], 'listed exactly as answered, in id order');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [first, second, third], 'listed exactly as answered, in id order');
+    });
+
+    t.test('listSubscriptions answers a page: up to limit, only ids greater than after', async (t) => {
+      const store = await open(t);
+      const made: Subscription[] = [];
+      for (const label of ['a', 'b', 'c', 'd', 'e']) made.push(await store.createSubscription(newSubscription(label, ['plant.created']), SUBSCRIPTIONS_MAX));
+      t.strictSame(await store.listSubscriptions({ limit: 2 }), made.slice(0, 2), 'the first two');
+      t.strictSame(await store.listSubscriptions({ after: made[1]!.id, limit: 2 }), made.slice(2, 4), 'the two after the second');
+      t.strictSame(await store.listSubscriptions({ after: made[3]!.id, limit: 2 }), made.slice(4), 'the last');
+      t.strictSame(await store.listSubscriptions({ after: made[4]!.id, limit: 2 }), [], 'none after the last');
+      t.strictSame(await store.listSubscriptions({ after: INT64_MIN, limit: 10 }), made, 'after the least int64: all');
+      t.strictSame(await store.listSubscriptions({ after: INT64_MAX, limit: 10 }), [], 'after the largest int64: none, no overflow');
+    });
+
+    t.test('createSubscription stores nothing once max are stored, deleted ones not counted', async (t) => {
+      const store = await open(t);
+      const first = await store.createSubscription(newSubscription('first', ['plant.created']), 2);
+      await store.createSubscription(newSubscription('second', ['plant.created']), 2);
+      await t.rejects(store.createSubscription(newSubscription('third', ['plant.created']), 2), new SubscriptionLimitError(2), 'the third is refused');
+      t.equal((await store.listSubscriptions({ limit: 10 })).length, 2, 'and not stored');
+      t.equal((await store.createSubscription(newSubscription('third', ['plant.created']), 3)).url, newSubscription('third', []).url, 'a higher max admits it');
+      await store.deleteSubscription(first.id);
+      await t.resolves(store.createSubscription(newSubscription('fourth', ['plant.created']), 3), 'a deleted one frees its place');
+      t.equal((await store.listSubscriptions({ limit: 10 })).length, 3, 'three stored');
+    });
+
+    t.test('creates racing at the limit store exactly max', async (t) => {
+      const store = await open(t);
+      await store.createSubscription(newSubscription('already', ['plant.created']), 5);
+      const settled = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.createSubscription(newSubscription(`racer ${i}`, ['plant.created']), 5)));
+      t.equal(settled.filter((result) => result.status === 'fulfilled').length, 4, 'four more stored');
+      t.ok(settled.every((result) => result.status === 'fulfilled' || result.reason instanceof SubscriptionLimitError), 'the rest refused for the limit');
+      t.equal((await store.listSubscriptions({ limit: 100 })).length, 5, 'five in the store');
     });
 
     t.test('deleteSubscription answers true once, then false; listDeliveries answers only for existing subscriptions', async (t) => {
       const store = await open(t);
       t.equal(await store.listDeliveries(1n, 10), undefined, 'no subscription yet');
-      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS));
-      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS));
+      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
+      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
       t.strictSame(await store.listDeliveries(kept.id, 10), [], 'a fresh subscription has no deliveries');
       t.strictSame(await store.listDeliveries(removed.id, 10), [], 'nor does the other');
       t.equal(await store.listDeliveries(removed.id + 1000n, 10), undefined, 'an unknown subscription');
@@ -741,16 +777,16 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(await store.deleteSubscription(removed.id), true, 'deleted');
       t.equal(await store.deleteSubscription(removed.id), false, 'deleted again: there was none');
       t.equal(await store.deleteSubscription(removed.id + 1000n), false, 'an unknown subscription');
-      t.strictSame(await store.listSubscriptions(), [kept], 'only the other is listed');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [kept], 'only the other is listed');
       t.equal(await store.listDeliveries(removed.id, 10), undefined, 'a deleted subscription is unknown');
       t.strictSame(await store.listDeliveries(kept.id, 10), [], 'the other is untouched');
     });
 
     t.test('createPlant writes one pending delivery per enabled subscription to plant.created, and only when created', async (t) => {
       const store = await open(t);
-      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
-      const created = await store.createSubscription(newSubscription('created', ['plant.created']));
-      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']));
+      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
+      const created = await store.createSubscription(newSubscription('created', ['plant.created']), SUBSCRIPTIONS_MAX);
+      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']), SUBSCRIPTIONS_MAX);
       const plant: PlantRecord = { id: TWO_53 + 1n, name: 'Monstera', tag: 'aroid' };
       const before = Date.now();
       t.equal((await store.createPlant(plant)).outcome, 'created');
@@ -789,10 +825,10 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('replacePlant and deletePlant write plant.replaced and plant.deleted when done, nothing otherwise', async (t) => {
       const store = await open(t);
-      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
-      const created = await store.createSubscription(newSubscription('created', ['plant.created']));
-      const replaced = await store.createSubscription(newSubscription('replaced', ['plant.replaced']));
-      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']));
+      const every = await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
+      const created = await store.createSubscription(newSubscription('created', ['plant.created']), SUBSCRIPTIONS_MAX);
+      const replaced = await store.createSubscription(newSubscription('replaced', ['plant.replaced']), SUBSCRIPTIONS_MAX);
+      const deleted = await store.createSubscription(newSubscription('deleted', ['plant.deleted']), SUBSCRIPTIONS_MAX);
       const id = INT64_MIN;
       await seed(t, store, [{ id, name: 'Fern', tag: 'fern' }]);
       t.equal((await claimAll(store)).length, 2, 'the creation, to every and to created');
@@ -840,7 +876,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('payloads are eventPayload(plant) exactly, int64 ids digit for digit', async (t) => {
       const store = await open(t);
-      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
       const plants = await seed(t, store, [
         { id: INT64_MAX, name: 'int64 max "quoted" \\ ☘ ünïcode', tag: 'edge' },
         { id: -(TWO_53 + 1n), name: 'below -2^53' },
@@ -872,7 +908,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('payloads of creates issued together are eventPayload(plant) exactly, whatever the characters', async (t) => {
       const store = await open(t);
-      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS));
+      await store.createSubscription(newSubscription('every', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
       const plants: PlantRecord[] = [
         { id: INT64_MIN, name: 'controls \b\f\n\r\t \u0001\u001f \u007f', tag: 'quote " backslash \\ slash /' },
         { id: -(TWO_53 + 1n), name: 'separators \u2028\u2029 ☘ ünïcode 𝔘' },
@@ -890,9 +926,9 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
     t.test('message ids are unique per delivery, also for writes issued together', async (t) => {
       const store = await open(t);
       const subscriptions = [
-        await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS)),
-        await store.createSubscription(newSubscription('two', WEBHOOK_EVENTS)),
-        await store.createSubscription(newSubscription('three', ['plant.created'])),
+        await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX),
+        await store.createSubscription(newSubscription('two', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX),
+        await store.createSubscription(newSubscription('three', ['plant.created']), SUBSCRIPTIONS_MAX),
       ];
       const ids = Array.from({ length: 20 }, (_, index) => TWO_53 + BigInt(index));
       // Issued in one tick: one group-commit batch for SQLite.
@@ -915,8 +951,8 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('claimDueDeliveries leases due deliveries oldest first, up to the limit, with the url and secret of their subscription', async (t) => {
       const store = await open(t);
-      const a = await store.createSubscription(newSubscription('a', ['plant.created']));
-      const b = await store.createSubscription(newSubscription('b', ['plant.created', 'plant.deleted']));
+      const a = await store.createSubscription(newSubscription('a', ['plant.created']), SUBSCRIPTIONS_MAX);
+      const b = await store.createSubscription(newSubscription('b', ['plant.created', 'plant.deleted']), SUBSCRIPTIONS_MAX);
       const secrets = new Map([
         [a.id, newSubscription('a', []).secret],
         [b.id, newSubscription('b', []).secret],
@@ -965,7 +1001,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('a leased delivery is not leased again until its lease ends', async (t) => {
       const store = await open(t);
-      await store.createSubscription(newSubscription('only', WEBHOOK_EVENTS));
+      await store.createSubscription(newSubscription('only', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
       await seed(t, store, [{ id: 1n, name: 'one' }]);
       const leased = await store.claimDueDeliveries(NOW, LEASE_MS, 10);
       t.equal(leased.length, 1);
@@ -978,7 +1014,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('claims issued together never lease the same delivery', async (t) => {
       const store = await open(t);
-      await store.createSubscription(newSubscription('only', ['plant.created']));
+      await store.createSubscription(newSubscription('only', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [{ id: 0n, name: 'contested' }]);
       const pair = await Promise.all([store.claimDueDeliveries(NOW, LEASE_MS, 10), store.claimDueDeliveries(NOW, LEASE_MS, 10)]);
       t.strictSame(pair.map((claimed) => claimed.length).sort(), [0, 1], 'one delivery, two claims at the same time: one gets it');
@@ -997,9 +1033,9 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
     t.test('a claim takes every subscription in turn, each up to its share of leases, counting those it holds', async (t) => {
       const store = await open(t);
       // The busy subscription's deliveries are all older than the quiet one's: a claim by age alone would take only them.
-      const busy = await store.createSubscription(newSubscription('busy', ['plant.created']));
+      const busy = await store.createSubscription(newSubscription('busy', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, Array.from({ length: 10 }, (_, i) => ({ id: BigInt(i + 1), name: `busy ${i}` })));
-      const quiet = await store.createSubscription(newSubscription('quiet', ['plant.created']));
+      const quiet = await store.createSubscription(newSubscription('quiet', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 100n, name: 'both' },
         { id: 101n, name: 'both again' },
@@ -1020,7 +1056,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
     t.test('a subscription holding no lease gets its first due delivery even when the shared slots are all taken', async (t) => {
       const store = await open(t);
       const subscriptions = [];
-      for (const label of ['first', 'second', 'third']) subscriptions.push(await store.createSubscription(newSubscription(label, ['plant.created'])));
+      for (const label of ['first', 'second', 'third']) subscriptions.push(await store.createSubscription(newSubscription(label, ['plant.created']), SUBSCRIPTIONS_MAX));
       await seed(t, store, Array.from({ length: 4 }, (_, i) => ({ id: BigInt(i + 1), name: `plant ${i}` })));
       const own = await store.claimDueDeliveries(NOW, LEASE_MS, 0, 2);
       t.strictSame(own.map((delivery) => delivery.subscriptionId).sort(compareBigints), subscriptions.map(({ id }) => id), 'no shared slot: still one each');
@@ -1036,7 +1072,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('until its receiver answers, a subscription gets only its unanswered share', async (t) => {
       const store = await open(t);
-      await store.createSubscription(newSubscription('new', ['plant.created']));
+      await store.createSubscription(newSubscription('new', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, Array.from({ length: 8 }, (_, i) => ({ id: BigInt(i + 1), name: `plant ${i}` })));
       const [first, ...more] = await store.claimDueDeliveries(NOW, LEASE_MS, 10, 3, 1);
       t.equal(more.length, 0, 'never attempted: one lease');
@@ -1053,11 +1089,11 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('a rotated secret signs with the previous one until the overlap ends; a disabled subscription is enabled again', async (t) => {
       const store = await open(t);
-      const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']));
+      const subscription = await store.createSubscription(newSubscription('rotating', ['plant.created']), SUBSCRIPTIONS_MAX);
       const old = newSubscription('rotating', []).secret;
       const rotated = await store.rotateSubscriptionSecret(subscription.id, 'whsec_bmV3', later(1_000));
       t.strictSame(rotated, { ...subscription, previousSecretExpiresAt: iso(1_000) }, 'the subscription, with the end of the overlap');
-      t.strictSame(await store.listSubscriptions(), [rotated], 'listed so');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [rotated], 'listed so');
       await seed(t, store, [{ id: 1n, name: 'one' }]);
       const [during] = await claimAll(store);
       t.match(during, { secret: 'whsec_bmV3', previousSecret: old }, 'during the overlap: both secrets');
@@ -1070,10 +1106,10 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       t.equal(await store.rotateSubscriptionSecret(987654321n, 'whsec_AAAA', NOW), undefined, 'an unknown subscription: undefined');
 
       await store.recordAttempt({ id: again!.id, at: iso(1), result: 'failed', responseStatus: 410, error: '410', disableSubscription: 'the receiver answered 410 Gone' });
-      t.match((await store.listSubscriptions())[0], { disabledReason: 'the receiver answered 410 Gone' }, 'disabled');
+      t.match((await store.listSubscriptions({ limit: 1000 }))[0], { disabledReason: 'the receiver answered 410 Gone' }, 'disabled');
       const enabled = await store.enableSubscription(subscription.id);
       t.notOk(enabled?.disabledAt ?? enabled?.disabledReason, 'enabled: no disabledAt nor disabledReason');
-      t.strictSame(await store.listSubscriptions(), [enabled], 'listed enabled');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [enabled], 'listed enabled');
       t.strictSame(await claimAll(store, later(100 * LEASE_MS)), [], 'the failed delivery stays failed');
       await seed(t, store, [{ id: 2n, name: 'two' }]);
       t.equal((await claimAll(store, later(100 * LEASE_MS))).length, 1, 'a later event is delivered');
@@ -1082,7 +1118,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('recordAttempt delivered: delivered, never leased again', async (t) => {
       const store = await open(t);
-      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));
+      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },
@@ -1107,7 +1143,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('recordAttempt retry: pending again, due from nextAttemptAt on; failed: failed for good', async (t) => {
       const store = await open(t);
-      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']));
+      const subscription = await store.createSubscription(newSubscription('only', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [{ id: TWO_53 + 1n, name: 'retried' }]);
       const [claimed] = await claimAll(store);
       const base = identity((await deliveriesOf(store, subscription.id))[0]!);
@@ -1143,13 +1179,13 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
         'failed, no nextAttemptAt',
       );
       t.strictSame(await store.claimDueDeliveries(later(100 * LEASE_MS), LEASE_MS, 10), [], 'a failed delivery is never leased again');
-      t.strictSame(await store.listSubscriptions(), [subscription], 'failing without disableSubscription leaves the subscription enabled');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [subscription], 'failing without disableSubscription leaves the subscription enabled');
     });
 
     t.test('recordAttempt failed with disableSubscription disables the subscription and fails its pending deliveries', async (t) => {
       const store = await open(t);
-      const gone = await store.createSubscription(newSubscription('gone', ['plant.created', 'plant.replaced']));
-      const other = await store.createSubscription(newSubscription('other', ['plant.created']));
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created', 'plant.replaced']), SUBSCRIPTIONS_MAX);
+      const other = await store.createSubscription(newSubscription('other', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },
@@ -1167,7 +1203,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       });
 
       t.strictSame(
-        await store.listSubscriptions(),
+        await store.listSubscriptions({ limit: 1000 }),
         [{ ...gone, disabledAt: iso(1_000), disabledReason: 'the receiver answered 410 Gone' }, other],
         'that subscription shows when and why it was disabled; the other is untouched',
       );
@@ -1201,7 +1237,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       // The dispatcher sends a batch in parallel: one delivery of a subscription may get 410 while
       // another of the same subscription, already in flight, gets 503 and is recorded afterwards.
       const store = await open(t);
-      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']));
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },
@@ -1215,8 +1251,8 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('recordAttempt for a delivery whose subscription was deleted meanwhile resolves and changes nothing', async (t) => {
       const store = await open(t);
-      const removed = await store.createSubscription(newSubscription('removed', ['plant.created']));
-      const kept = await store.createSubscription(newSubscription('kept', ['plant.created']));
+      const removed = await store.createSubscription(newSubscription('removed', ['plant.created']), SUBSCRIPTIONS_MAX);
+      const kept = await store.createSubscription(newSubscription('kept', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },
@@ -1233,7 +1269,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
         store.recordAttempt({ id: gone!.id, at: iso(1_000), result: 'failed', responseStatus: 410, disableSubscription: 'the receiver answered 410 Gone' }),
         'failed with disableSubscription',
       );
-      t.strictSame(await store.listSubscriptions(), [kept], 'the other subscription is not disabled');
+      t.strictSame(await store.listSubscriptions({ limit: 1000 }), [kept], 'the other subscription is not disabled');
       t.equal(await store.listDeliveries(removed.id, 10), undefined, 'nothing brought the deleted subscription back');
       t.ok(
         (await deliveriesOf(store, kept.id)).every((delivery) => delivery.status === 'pending' && delivery.attempts === 0),
@@ -1245,8 +1281,8 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('pruneDeliveries removes delivered and failed deliveries attempted before their cut-offs, keeps pending ones', async (t) => {
       const store = await open(t);
-      const subscription = await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS));
-      const another = await store.createSubscription(newSubscription('another', ['plant.created']));
+      const subscription = await store.createSubscription(newSubscription('one', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
+      const another = await store.createSubscription(newSubscription('another', ['plant.created']), SUBSCRIPTIONS_MAX);
       const DAY = 86_400_000;
       const deliveredBefore = later(5 * DAY);
       const failedBefore = later(10 * DAY);
@@ -1289,7 +1325,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('pruneDeliveries also removes the deliveries failed when their subscription was disabled', async (t) => {
       const store = await open(t);
-      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']));
+      const gone = await store.createSubscription(newSubscription('gone', ['plant.created']), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },
@@ -1304,8 +1340,8 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
     t.test('deleteSubscription removes its deliveries too, whatever their status', async (t) => {
       const store = await open(t);
-      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS));
-      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS));
+      const removed = await store.createSubscription(newSubscription('removed', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
+      const kept = await store.createSubscription(newSubscription('kept', WEBHOOK_EVENTS), SUBSCRIPTIONS_MAX);
       await seed(t, store, [
         { id: 1n, name: 'one' },
         { id: 2n, name: 'two' },

@@ -49,9 +49,9 @@ t.test('postgres', options, async (t) => {
       (await Promise.all(ids.map((id) => store.createPlant({ id, name: `plant ${id}` })))).map((result) => result.eventWritten);
     t.same(await wrote([1n]), [false], 'alone, nobody subscribes');
     t.same(await wrote([2n, 3n, 4n]), [false, false, false], 'together, nobody subscribes');
-    await store.createSubscription({ url: 'https://example.com/deleted', events: ['plant.deleted'], secret: 'whsec_deleted' });
+    await store.createSubscription({ url: 'https://example.com/deleted', events: ['plant.deleted'], secret: 'whsec_deleted' }, 100);
     t.same(await wrote([5n, 6n]), [false, false], 'a subscription to another event writes nothing');
-    await store.createSubscription({ url: 'https://example.com/created', events: ['plant.created'], secret: 'whsec_created' });
+    await store.createSubscription({ url: 'https://example.com/created', events: ['plant.created'], secret: 'whsec_created' }, 100);
     t.same(await wrote([7n]), [true], 'alone, with a subscriber');
     t.same(await wrote([8n, 9n, 10n]), [true, true, true], 'together, with a subscriber');
     t.equal((await store.createPlant({ id: 7n, name: 'plant 7' })).eventWritten, undefined, 'a replay wrote nothing and says nothing');

@@ -33,7 +33,7 @@ async function upgraded(t: Test, store: PlantStore, versions: () => Promise<numb
   t.ok((await store.createToken({ name: 'new', hash: 'e'.repeat(64), hint: 'pst_…eeee' })).id > 3, 'ids go on after the stored ones');
   t.equal(await store.createFirstToken({ name: 'again', hash: 'f'.repeat(64), hint: 'pst_…ffff' }), false);
 
-  const [kept, gone] = await store.listSubscriptions();
+  const [kept, gone] = await store.listSubscriptions({ limit: 1000 });
   t.match(kept, { id: 1n, url: 'https://hooks.example.com/kept' });
   t.notOk(kept!.disabledAt);
   t.match(gone, { id: 2n, disabledReason: 'the receiver answered 410 Gone' });

@@ -116,7 +116,7 @@ for (const subscribed of [false, true]) {
   t.test(`a plant write the database refuses rejects only its own call (${subscribed ? 'with' : 'without'} a subscriber)`, async (t) => {
     const store = new SqliteStore(join(t.testdir(), 'plants.db'));
     t.teardown(() => store.close());
-    if (subscribed) await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced'], secret: 'whsec_x' });
+    if (subscribed) await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced'], secret: 'whsec_x' }, 100);
     t.equal((await store.createPlant({ id: 10n, name: 'ten' })).outcome, 'created');
     await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
     // Neither passes the table's constraints (tag TEXT in a STRICT table, name NOT NULL); the handlers' validation
@@ -166,11 +166,11 @@ t.test('plant writes see the subscriptions as they stand at each write, within a
   // Issued in one tick: one batch, the subscription created between two writes (the first one found no subscriber).
   await Promise.all([
     store.createPlant({ id: 1n, name: 'before' }),
-    store.createSubscription(hook('new')),
+    store.createSubscription(hook('new'), 100),
     store.createPlant({ id: 2n, name: 'after' }),
   ]);
   t.strictSame(await outbox(), [['https://example.com/new', '{"id":2,"name":"after"}']], 'the write after the subscription has its event');
-  await store.deleteSubscription((await store.listSubscriptions())[0]!.id);
+  await store.deleteSubscription((await store.listSubscriptions({ limit: 1000 }))[0]!.id);
 
   // Another process subscribes between two batches of this one.
   t.equal((await store.createPlant({ id: 5n, name: 'unwatched' })).outcome, 'created');

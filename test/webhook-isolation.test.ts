@@ -130,6 +130,8 @@ for (const hangingCount of [8, 32, 100]) {
         WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 20 }, () => '100ms').join(','),
         // Short, so that the sender cuts off and retries hanging deliveries while the healthy one is served.
         WEBHOOK_TIMEOUT: '4s',
+        // Room for the hanging ones and the healthy one (101 past the default of 100).
+        WEBHOOK_SUBSCRIPTIONS_MAX: String(hangingCount + 1),
       }),
     );
     // Subscribed first: their deliveries are the oldest of every event, and come first in every claim.

@@ -2,8 +2,9 @@
 import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { OperationHandler } from '../contract/operations.ts';
+import { keysetPages } from '../contract/paging.ts';
 import { type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
-import { decodeCursor, encodeCursor, plantEtag } from './representation.ts';
+import { plantEtag } from './representation.ts';
 
 export interface PlantHandlers {
   createPlant: OperationHandler<'createPlant'>;
@@ -13,11 +14,9 @@ export interface PlantHandlers {
   deletePlant: OperationHandler<'deletePlant'>;
 }
 
-/** Mirrors the spec's default for `limit`, which Ajv fills in before the handler runs. */
-const DEFAULT_PAGE_SIZE = 100;
-
 /** `afterChange` is called after a write that added webhook deliveries, or may have: the store did not say it added none. */
 export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
+  const plantPage = keysetPages<PlantRecord>('/plants', (plant) => plant.id);
   return {
     async createPlant(request) {
       const { id } = request.body;
@@ -32,18 +31,9 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
     },
 
     async listPlants(request, reply) {
-      const { limit = DEFAULT_PAGE_SIZE, tag, cursor } = request.query;
-      const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      // One row more than asked tells whether a next page exists without a count query.
-      const page = await store.listPlants({ after, tag, limit: limit + 1 });
-      if (page.length > limit) {
-        page.length = limit;
-        // Written out rather than through URLSearchParams: cursors are URL-safe and the tag is encoded.
-        const tagParameter = tag === undefined ? '' : `&tag=${encodeURIComponent(tag)}`;
-        reply.header('link', `</plants?limit=${limit}${tagParameter}&cursor=${encodeCursor(page.at(-1)!.id)}>; rel="next"`);
-      }
+      const { tag } = request.query;
       // Records already have the StoredPlant shape; the response schema serializes just its fields.
-      return page;
+      return plantPage(reply, request.query, (after, limit) => store.listPlants({ after, tag, limit }), { tag });
     },
 
     async getPlant(request, reply) {

@@ -1,8 +1,6 @@
 // How a stored plant appears on the wire beyond its JSON shape (which the response schemas of
-// openapi.yaml write from the record): its ETag and its page cursor.
+// openapi.yaml write from the record): its ETag. Its page cursor is contract/paging.ts's, keyed by id.
 import { hash } from 'node:crypto';
-import { HttpError } from '../contract/errors.ts';
-import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 
 /** A strong ETag of the plant's content: equal exactly when every field is. */
@@ -23,22 +21,4 @@ function addedFields(plant: PlantRecord): Record<string, unknown> | undefined {
     if (key !== 'id' && key !== 'name' && key !== 'tag' && value !== undefined) (added ??= {})[key] = value;
   }
   return added;
-}
-
-const CURSOR_VERSION = 'p1';
-const CURSOR_TEXT = /^p1:(-?(?:0|[1-9]\d{0,18}))$/;
-
-/** An opaque cursor meaning "the plants after this id". */
-export function encodeCursor(lastId: bigint | number): string {
-  return Buffer.from(`${CURSOR_VERSION}:${lastId}`).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): bigint {
-  const match = CURSOR_TEXT.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  const id = match ? BigInt(match[1]!) : undefined;
-  // Re-encoding must give the cursor back: base64url decoding skips stray characters silently.
-  if (id === undefined || id < INT64_MIN || id > INT64_MAX || encodeCursor(id) !== cursor) {
-    throw new HttpError(400, 'The query parameter "cursor" is not a cursor this API gave out; start again without it.');
-  }
-  return id;
 }

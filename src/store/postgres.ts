@@ -41,7 +41,7 @@ const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
 const MIGRATION_LOCK = 7_240_318_001;
-const FIRST_TOKEN_LOCK = 'SELECT pg_advisory_xact_lock(7240318002)';
+const TURN_LOCKS = { 'first token': 7_240_318_002, subscription: 7_240_318_003 } as const;
 const INT8_OID = 20;
 
 
@@ -85,7 +85,7 @@ class PostgresDriver implements Driver {
     dialect: 'postgres',
     forUpdate: ' FOR UPDATE',
     skipLocked: (table) => ` FOR UPDATE OF ${table} SKIP LOCKED`,
-    firstTokenLock: FIRST_TOKEN_LOCK,
+    takeTurns: (kind) => `SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`,
     firstDeliveries: (where, order) => `CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER)) x`,
   };
   readonly #pool: pg.Pool;

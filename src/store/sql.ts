@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { MIGRATION_TABLE, migrations, spelled, type Dialect } from './migrations.ts';
 import { outboxTrace } from './outbox-trace.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
-import { eventPayload, pageStart, WEBHOOK_EVENTS, plantWith, samePlant, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
-  type CreateResult, type Delivery, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
+import { eventPayload, pageStart, WEBHOOK_EVENTS, plantWith, samePlant, SubscriptionLimitError, TokenNameTakenError, type AttemptOutcome, type ClaimedDelivery, type ConditionalWrite,
+  type CreateResult, type Delivery, type KeysetQuery, type NewSubscription, type NewTokenRecord, type PageQuery, type PlantContent,
   type PlantRecord, type PlantStore, type Precondition, type Subscription, type TokenRecord, type WebhookEvent, unstorableText } from './types.ts';
 
 /**
@@ -29,14 +29,15 @@ export type WriteScope = 'statement' | 'transaction' | WebhookEvent;
 
 /**
  * How a database spells what SQL leaves open: `forUpdate` holds the rows a select read until commit, `skipLocked(table)`
- * lets instances claiming together take disjoint deliveries (the rows of `table`, a name in the select), `firstTokenLock`
- * serializes first tokens where the write lock does not, `firstDeliveries` joins the row before it to its first deliveries.
+ * lets instances claiming together take disjoint deliveries (the rows of `table`, a name in the select), `takeTurns(kind)`
+ * makes the writes of a kind that count before they insert wait for each other until commit where the write lock does not
+ * (first tokens, subscriptions), `firstDeliveries` joins the row before it to its first deliveries.
  */
 export interface Spelling {
   dialect: Dialect;
   forUpdate: string;
   skipLocked: (table: string) => string;
-  firstTokenLock?: string;
+  takeTurns?: (kind: 'first token' | 'subscription') => string;
   /**
    * A join that gives each row before it its first deliveries, as `x`: those `where(alias)` selects (a condition on
    * that row), in the order `order(alias)`, up to a limit given as one more parameter after those of `where`.
@@ -132,6 +133,10 @@ const PLANT_BY_ID = `${PLANTS}id = ?`;
 // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
 const PAGE = `${PLANTS}id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)`;
 const PAGE_BY_TAG = `${PLANTS}tag = ? AND id >= ? ORDER BY tag, id LIMIT CAST(? AS INTEGER)`;
+// Stored only while fewer than the limit (the last parameter) are: counted and inserted in one statement.
+const INSERT_SUBSCRIPTION = `INSERT INTO webhook_subscriptions (url, events, secret, created_at)
+  SELECT ?, ?, ?, ? WHERE (SELECT count(*) FROM webhook_subscriptions) < CAST(? AS INTEGER) RETURNING ${SUBSCRIPTION}`;
+const SUBSCRIPTION_PAGE = `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE id >= ? ORDER BY id LIMIT CAST(? AS INTEGER)`;
 const TOKEN_BY_HASH = `SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ?`;
 const INSERT_PLANT = `INSERT INTO plants (id, ${PLANT_FIELD_NAMES.join(', ')}) VALUES (?${', ?'.repeat(PLANT_FIELD_NAMES.length)}) ON CONFLICT (id) DO NOTHING`;
 const UPDATE_PLANT = `UPDATE plants SET ${PLANT_FIELD_NAMES.map((field) => `${field} = ?`).join(', ')} WHERE id = ?`;
@@ -345,7 +350,7 @@ export class SqlStore implements PlantStore {
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
     const refused = unstorableToken(token);
     if (refused) return Promise.reject(refused);
-    const lock = this.#driver.spelling.firstTokenLock;
+    const lock = this.#driver.spelling.takeTurns?.('first token');
     return this.#driver.write(function* () {
       // Two instances starting on an empty database must not both create a first token.
       if (lock !== undefined) yield all(lock);
@@ -380,16 +385,24 @@ export class SqlStore implements PlantStore {
     }, 'transaction');
   }
 
-  async createSubscription({ url, events, secret }: NewSubscription): Promise<Subscription> {
+  async createSubscription({ url, events, secret }: NewSubscription, max: number): Promise<Subscription> {
     const refused = unstorableText({ url, secret });
     if (refused) throw refused;
-    const insert = `INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?) RETURNING ${SUBSCRIPTION}`;
-    const [row] = await this.#driver.write(() => only<Row[]>(all(insert, url, events.join(' '), secret, new Date().toISOString())), 'statement');
-    return toSubscription(row!);
+    const lock = this.#driver.spelling.takeTurns?.('subscription');
+    const insert = all(INSERT_SUBSCRIPTION, url, events.join(' '), secret, new Date().toISOString(), max);
+    const [row] = await this.#driver.write(function* () {
+      // Two creates at the limit must not both see room: the second counts after the first commits.
+      if (lock !== undefined) yield all(lock);
+      return (yield insert) as Row[];
+    }, 'transaction');
+    if (!row) throw new SubscriptionLimitError(max);
+    return toSubscription(row);
   }
 
-  async listSubscriptions(): Promise<Subscription[]> {
-    return (await this.#driver.read(() => only<Row[]>(all(`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions ORDER BY id`)))).map(toSubscription);
+  async listSubscriptions({ after, limit }: KeysetQuery): Promise<Subscription[]> {
+    const from = pageStart(after);
+    if (from === undefined) return [];
+    return (await this.#driver.read(() => only<Row[]>(all(SUBSCRIPTION_PAGE, from, limit)))).map(toSubscription);
   }
 
   async rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined> {

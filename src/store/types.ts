@@ -27,11 +27,14 @@ export type PlantContent = Omit<PlantRecord, 'id'>;
  */
 export type EveryPlantField<Value = true> = Record<keyof PlantContent, Value>;
 
-export interface PageQuery {
-  /** Only plants whose id is greater (keyset pagination: the page's cost does not grow with depth). */
+export interface KeysetQuery {
+  /** Only rows whose id is greater (keyset pagination: the page's cost does not grow with depth). */
   after?: bigint;
-  tag?: string;
   limit: number;
+}
+
+export interface PageQuery extends KeysetQuery {
+  tag?: string;
 }
 
 /** Decides, against the plant as stored right now, whether a conditional write may proceed. */
@@ -160,6 +163,15 @@ export class TokenNameTakenError extends Error {
   }
 }
 
+export class SubscriptionLimitError extends Error {
+  readonly max: number;
+
+  constructor(max: number) {
+    super(`The store already holds ${max} subscriptions, its limit.`);
+    this.max = max;
+  }
+}
+
 export interface PlantStore {
   /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult>;
@@ -181,8 +193,13 @@ export interface PlantStore {
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
   /** Records when tokens were last used; called in batches, never once per request. */
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
-  createSubscription(subscription: NewSubscription): Promise<Subscription>;
-  listSubscriptions(): Promise<Subscription[]>;
+  /**
+   * Stores the subscription unless `max` are stored already (then rejects with SubscriptionLimitError); decided in
+   * the write, so that creates racing at the limit, on any instance, never store more than `max`.
+   */
+  createSubscription(subscription: NewSubscription, max: number): Promise<Subscription>;
+  /** Subscriptions in ascending id order. */
+  listSubscriptions(query: KeysetQuery): Promise<Subscription[]>;
   /**
    * Makes `secret` the signing secret; the one it replaces keeps signing until `previousUntil` (an older previous one
    * stops at once). Undefined when the subscription does not exist.

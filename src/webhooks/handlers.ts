@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { OperationHandler } from '../contract/operations.ts';
-import { WEBHOOK_EVENTS, type Delivery, type PlantStore, type Subscription } from '../store/types.ts';
+import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
+import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type PlantStore, type Subscription } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 
 type WebhookBody = components['schemas']['Webhook'];
@@ -18,25 +19,39 @@ export interface WebhookHandlers {
   listWebhookDeliveries: OperationHandler<'listWebhookDeliveries'>;
 }
 
-const DEFAULT_DELIVERIES = 100;
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
-export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNetworks: boolean }): WebhookHandlers {
-  const { store } = deps;
+export interface WebhookHandlerOptions {
+  store: PlantStore;
+  allowPrivateNetworks: boolean;
+  /** WEBHOOK_SUBSCRIPTIONS_MAX: the most subscriptions the store holds. */
+  subscriptionsMax: number;
+}
+
+export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandlers {
+  const { store, subscriptionsMax } = deps;
+  const subscriptionPage = keysetPages<Subscription>('/webhooks', (subscription) => subscription.id);
+  const full = new HttpError(
+    409,
+    `This store already holds ${subscriptionsMax} webhook subscriptions, the most WEBHOOK_SUBSCRIPTIONS_MAX allows; ` +
+      'delete one, or raise WEBHOOK_SUBSCRIPTIONS_MAX, and send the request again.',
+  );
   return {
     async createWebhook(request, reply) {
       const { url, events = [...WEBHOOK_EVENTS] } = request.body;
       const problem = await targetProblem(url, deps.allowPrivateNetworks);
       if (problem) throw new HttpError(400, `The request body field "url" ${problem}.`);
       const secret = generateSecret();
-      const subscription = await store.createSubscription({ url, events, secret });
+      const subscription = await store.createSubscription({ url, events, secret }, subscriptionsMax).catch((error: unknown) => {
+        throw error instanceof SubscriptionLimitError ? full : error;
+      });
       reply.code(201);
       return { ...toWebhook(subscription), secret }; // the only time the secret is shown
     },
 
-    async listWebhooks() {
-      return (await store.listSubscriptions()).map(toWebhook);
+    async listWebhooks(request, reply) {
+      return (await subscriptionPage(reply, request.query, (after, limit) => store.listSubscriptions({ after, limit }))).map(toWebhook);
     },
 
     async deleteWebhook(request, reply) {
@@ -58,7 +73,7 @@ export function createWebhookHandlers(deps: { store: PlantStore; allowPrivateNet
     },
 
     async listWebhookDeliveries(request) {
-      const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_DELIVERIES);
+      const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_PAGE_SIZE);
       if (!deliveries) throw notFound(request.params.webhookId);
       return deliveries.map(toDeliveryBody);
     },

@@ -12,7 +12,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { encodeCursor } from '../../src/plants/representation.ts';
+import { encodeCursor } from '../../src/contract/paging.ts';
 import { REPO_ROOT } from './paths.ts';
 import { Cleanup, startServer, type ServerEnv, type ServerProcess } from './process.ts';
 

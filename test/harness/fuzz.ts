@@ -1084,7 +1084,7 @@ export async function openSession(t: Pick<Test, 'testdir' | 'teardown'>, { stric
   async function checkOrThrow(request: FuzzRequest): Promise<string[]> {
     requests++;
     if (requests % CLOCK_STEP === 0) clockOffset += 61_000; // the failure limiter's window passes
-    if (requests % 200 === 0 && (await store.listSubscriptions()).length === 0) await subscribe(store, requests);
+    if (requests % 200 === 0 && (await store.listSubscriptions({ limit: 1000 })).length === 0) await subscribe(store, requests);
     const sent = withCurrentEtag(request, model);
     const response = await app.inject({
       method: sent.method,
@@ -1194,7 +1194,7 @@ function withCurrentEtag(request: FuzzRequest, model: Plants): FuzzRequest {
  * dispatcher refuses its loopback target at every attempt too, so nothing is ever sent.
  */
 async function subscribe(store: PlantStore, index: number): Promise<void> {
-  await store.createSubscription({ url: `http://127.0.0.1:9/fuzz/${index}`, events: [...WEBHOOK_EVENTS], secret: `whsec_${Buffer.alloc(32, index % 256).toString('base64')}` });
+  await store.createSubscription({ url: `http://127.0.0.1:9/fuzz/${index}`, events: [...WEBHOOK_EVENTS], secret: `whsec_${Buffer.alloc(32, index % 256).toString('base64')}` }, 100);
 }
 
 /** Tokens of every kind, subscriptions (whose loopback target deliveries refuse), and plants. */

@@ -23,6 +23,7 @@ type Sent<Operation extends keyof operations> =
   operations[Operation] extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : never;
 
 export type PlantQuery = NonNullable<operations['listPlants']['parameters']['query']>;
+export type WebhookQuery = NonNullable<operations['listWebhooks']['parameters']['query']>;
 
 export interface PlantStoreClientOptions {
   /** Where the API is served, e.g. `http://127.0.0.1:3000` or `https://example.com/plant-store`. */
@@ -50,6 +51,12 @@ export interface PlantPage {
   plants: StoredPlant[];
   /** The query of the next page (from the `Link` header), absent on the last page. */
   next?: PlantQuery;
+}
+
+export interface WebhookPage {
+  webhooks: Webhook[];
+  /** The query of the next page (from the `Link` header), absent on the last page. */
+  next?: WebhookQuery;
 }
 
 /** Any answer that is not a success: the status and the API's `Error` body. */
@@ -126,10 +133,26 @@ export function createPlantStoreClient(options: PlantStoreClientOptions) {
     return parseExactJson(await response.text()) as Body;
   }
 
-  async function listPage(query: PlantQuery): Promise<PlantPage> {
-    const response = await send('GET', `/plants${searchOf(query)}`);
-    const plants = await json<Answer<'listPlants', 200>>(response);
-    const next = nextQuery(response.headers.get('link'));
+  /** One page of the list at `path`, and the query of the next one from the `Link` header. */
+  async function listPage<Item, Query>(path: string, query: Query & PageQuery): Promise<{ items: Item[]; next?: Query }> {
+    const response = await send('GET', `${path}${searchOf(query)}`);
+    const items = await json<Item[]>(response);
+    const next = nextQuery(response.headers.get('link')) as Query | undefined;
+    return next ? { items, next } : { items };
+  }
+
+  /** Every item of the list at `path`, page after page through the `Link` header. */
+  async function* allPages<Item, Query>(path: string, query: Query & PageQuery): AsyncGenerator<Item, void, undefined> {
+    let next: (Query & PageQuery) | undefined = query;
+    while (next) {
+      const page: { items: Item[]; next?: Query } = await listPage<Item, Query>(path, next);
+      yield* page.items;
+      next = page.next as (Query & PageQuery) | undefined;
+    }
+  }
+
+  async function plantPage(query: PlantQuery): Promise<PlantPage> {
+    const { items: plants, next } = await listPage<StoredPlant, PlantQuery>('/plants', query);
     return next ? { plants, next } : { plants };
   }
 
@@ -158,17 +181,12 @@ export function createPlantStoreClient(options: PlantStoreClientOptions) {
 
     /** One page, ordered by id; `next` is the query of the following page. */
     list(query: PlantQuery = {}): Promise<PlantPage> {
-      return listPage(query);
+      return plantPage(query);
     },
 
     /** Every plant (matching `tag`), page after page through the `Link` header. */
-    async *all(query: Omit<PlantQuery, 'cursor'> = {}): AsyncGenerator<StoredPlant, void, undefined> {
-      let next: PlantQuery | undefined = query;
-      while (next) {
-        const page = await listPage(next);
-        yield* page.plants;
-        next = page.next;
-      }
+    all(query: Omit<PlantQuery, 'cursor'> = {}): AsyncGenerator<StoredPlant, void, undefined> {
+      return allPages<StoredPlant, PlantQuery>('/plants', query);
     },
   };
 
@@ -178,8 +196,20 @@ export function createPlantStoreClient(options: PlantStoreClientOptions) {
       return json(await send('POST', '/webhooks', { body: webhook }));
     },
 
-    async list(): Promise<Answer<'listWebhooks', 200>> {
-      return json(await send('GET', '/webhooks'));
+    /** One page of subscriptions (the first, of up to 100, without a query), ordered by id. */
+    async list(query: WebhookQuery = {}): Promise<Answer<'listWebhooks', 200>> {
+      return (await listPage<Webhook, WebhookQuery>('/webhooks', query)).items;
+    },
+
+    /** One page of subscriptions, ordered by id; `next` is the query of the following page. */
+    async page(query: WebhookQuery = {}): Promise<WebhookPage> {
+      const { items: webhooks, next } = await listPage<Webhook, WebhookQuery>('/webhooks', query);
+      return next ? { webhooks, next } : { webhooks };
+    },
+
+    /** Every subscription, page after page through the `Link` header. */
+    all(query: Omit<WebhookQuery, 'cursor'> = {}): AsyncGenerator<Webhook, void, undefined> {
+      return allPages<Webhook, WebhookQuery>('/webhooks', query);
     },
 
     async delete(id: bigint): Promise<void> {
@@ -211,19 +241,16 @@ function searchOf(query: Record<string, string | number | undefined>): string {
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries.map(([name, value]): [string, string] => [name, String(value)]))}`;
 }
 
-/** The query of the `rel="next"` target of a Link header; its path is /plants under the base URL. */
-function nextQuery(link: string | null): PlantQuery | undefined {
+/** What every list's query holds: the page's size and where it starts (a type, not an interface: searchOf indexes it). */
+type PageQuery = { limit?: number; cursor?: string };
+
+/** The query of the `rel="next"` target of a Link header (its path is the list's, under the base URL); `limit` as a number. */
+function nextQuery(link: string | null): (PageQuery & Record<string, string | number>) | undefined {
   const target = link === null ? undefined : nextTarget(link);
   if (target === undefined) return undefined;
-  const params = new URL(target, 'http://link.invalid').searchParams;
-  const limit = params.get('limit');
-  const tag = params.get('tag');
-  const cursor = params.get('cursor');
-  return {
-    ...(limit !== null && { limit: Number(limit) }),
-    ...(tag !== null && { tag }),
-    ...(cursor !== null && { cursor }),
-  };
+  const query: Record<string, string | number> = {};
+  for (const [name, value] of new URL(target, 'http://link.invalid').searchParams) query[name] = name === 'limit' ? Number(value) : value;
+  return query;
 }
 
 /** The target of the link whose `rel` (a space-separated list, RFC 8288) includes `next`. */

@@ -75,7 +75,10 @@ export interface paths {
         };
         /**
          * List subscriptions
-         * @description Every subscription, oldest first, without secrets.
+         * @description Subscriptions ordered by `id` (oldest first), without secrets, one page at a time, paged
+         *     as `GET /plants` is: when more follow, the `Link` header carries the URL of the next page
+         *     (`rel="next"`). Without `limit` the page holds up to 100, which is every subscription while
+         *     the store holds no more (`WEBHOOK_SUBSCRIPTIONS_MAX`, 100 by default).
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -84,7 +87,8 @@ export interface paths {
          * @description Registers a target URL for events (all of them when `events` is absent). The answer carries
          *     the subscription's signing secret, shown only here. Targets that resolve to loopback,
          *     private, link-local or cloud-metadata addresses are refused unless the operator set
-         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`.
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`. The store holds at most `WEBHOOK_SUBSCRIPTIONS_MAX`
+         *     subscriptions (100 by default); past it the answer is 409 and nothing is stored.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -790,6 +794,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The most items the page holds */
+        PageLimit: number;
+        /** @description Where the page starts; copy it from the `Link` header of the previous page */
+        PageCursor: string;
         /**
          * @description The subscription's id
          * @example 1
@@ -817,6 +825,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description `<URL of the next page>; rel="next"`, present only when more items follow */
+        NextPage: string;
         /** @description Strong validator of the plant's current content */
         ETag: string;
         /**
@@ -856,12 +866,12 @@ export interface operations {
     listPlants: {
         parameters: {
             query?: {
-                /** @description Maximum number of plants to return */
-                limit?: number;
+                /** @description The most items the page holds */
+                limit?: components["parameters"]["PageLimit"];
                 /** @description Only plants with exactly this tag (no tag holds U+0000, so that is a 400, never an empty page) */
                 tag?: string;
                 /** @description Where the page starts; copy it from the `Link` header of the previous page */
-                cursor?: string;
+                cursor?: components["parameters"]["PageCursor"];
             };
             header?: never;
             path?: never;
@@ -874,8 +884,7 @@ export interface operations {
                 headers: {
                     "Content-Encoding": components["headers"]["Content-Encoding"];
                     Vary: components["headers"]["Vary"];
-                    /** @description `<URL of the next page>; rel="next"`, present only when more plants follow */
-                    Link?: string;
+                    Link: components["headers"]["NextPage"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1149,18 +1158,24 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items the page holds */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Where the page starts; copy it from the `Link` header of the previous page */
+                cursor?: components["parameters"]["PageCursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The subscriptions */
+            /** @description A page of subscriptions */
             200: {
                 headers: {
                     "Content-Encoding": components["headers"]["Content-Encoding"];
                     Vary: components["headers"]["Vary"];
+                    Link: components["headers"]["NextPage"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1243,6 +1258,28 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
+            /**
+             * @description The store already holds `WEBHOOK_SUBSCRIPTIONS_MAX` subscriptions; nothing was stored.
+             *     Delete one (`DELETE /webhooks/{webhookId}`) or have the operator raise the limit, then
+             *     send the request again
+             */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "This store already holds 100 webhook subscriptions, the most WEBHOOK_SUBSCRIPTIONS_MAX allows; delete one, or raise WEBHOOK_SUBSCRIPTIONS_MAX, and send the request again."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             417: components["responses"]["ExpectationFailed"];
@@ -1294,8 +1331,8 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Maximum number of deliveries to return */
-                limit?: number;
+                /** @description The most items the page holds */
+                limit?: components["parameters"]["PageLimit"];
             };
             header?: never;
             path: {
