@@ -1,11 +1,13 @@
 // Real load balancers from Debian (HAProxy, nginx) in front of the service, configured with README's
 // blocks: found on PATH or installed with apt-get; each runs in the foreground on a port of its own
-// and is stopped, by its own pid, when the test ends.
+// and is stopped, by its own pid, when the test ends; in a process group of its own, which the
+// reaper kills whole (nginx's workers too) if the test process ends first.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Teardown } from './process.ts';
 import { freePort } from './ports.ts';
+import { reapChild } from './reaper.ts';
 import { aptInstall, onPath } from './system-packages.ts';
 
 export type BalancerName = 'haproxy' | 'nginx';
@@ -34,6 +36,8 @@ export function withAddresses(name: BalancerName, block: string, instancePorts: 
 
 export interface Balancer {
   url: string;
+  /** The balancer's process, which leads a process group of its own (nginx's workers are in it). */
+  pid: number;
   /** Everything it wrote on stderr so far (HAProxy's server state changes, nginx's upstream errors). */
   log: () => string;
 }
@@ -46,11 +50,13 @@ export async function startBalancer(t: Teardown, name: BalancerName, program: st
   const file = join(dir, `${name}.conf`);
   writeFileSync(file, name === 'haproxy' ? config : nginxMain(dir, config));
   const args = name === 'haproxy' ? ['-db', '-f', file] : ['-p', dir, '-c', file];
-  const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const forget = reapChild(child, { group: true });
   let log = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  exited.then(forget);
   // SIGTERM, not SIGKILL: nginx's master then stops its workers instead of orphaning them.
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -60,7 +66,7 @@ export async function startBalancer(t: Teardown, name: BalancerName, program: st
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited at start: ${log}`);
     const answered = await fetch(`${url}/healthz`).then((response) => response.status === 200, () => false);
-    if (answered) return { url, log: () => log };
+    if (answered) return { url, pid: child.pid!, log: () => log };
   }
 }
 

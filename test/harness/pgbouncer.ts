@@ -1,19 +1,21 @@
 // PgBouncer from Debian for pooler tests: our own process on a free 127.0.0.1 port, in front of the
 // shared PostgreSQL (trust authentication), in the pool mode asked for, with a small server pool so
 // that server connections really are shared between clients. Only the PID we spawned is signalled,
-// by the teardown, or by a watchdog shell when this process ends without one (a test timed out, SIGKILL).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// by the teardown, or by the reaper when this process ends without one (a test timed out, SIGKILL).
+import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Teardown } from './process.ts';
 import { freePort } from './ports.ts';
+import { reapChild, reapWithThisProcess } from './reaper.ts';
 import { aptInstall, onPath } from './system-packages.ts';
 
 export type PoolMode = 'transaction' | 'session';
 
 export interface PgBouncer {
   readonly port: number;
+  readonly pid: number;
   /** Where `database` on the upstream server is reached through this pooler (role `root`). */
   url(database: string): string;
   /** Everything PgBouncer logged so far. */
@@ -54,7 +56,11 @@ export async function startPgBouncer(t: Teardown, binary: string, options: PgBou
 
 async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upstream }: PgBouncerOptions, port: number): Promise<PgBouncer> {
   const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const forgetDir = reapWithThisProcess({ dir });
+  t.teardown(() => {
+    rmSync(dir, { recursive: true, force: true });
+    forgetDir();
+  });
   // With auth_type=trust, a user must still be listed in auth_file.
   writeFileSync(join(dir, 'userlist.txt'), '"root" ""\n');
   const config = join(dir, 'pgbouncer.ini');
@@ -78,19 +84,19 @@ async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upst
   const owner = process.getuid?.() === 0 ? postgresUser() : undefined;
   if (owner) chownSync(dir, owner.uid, owner.gid);
   const child = spawn(binary, [config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...owner });
-  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid, dir);
+  const forget = reapChild(child);
   let log = '';
   let done = false;
   const exited = new Promise<void>((resolve) => {
     child.once('close', () => {
       done = true;
+      forget(); // the reaper must not signal a PID that may be reused
       resolve();
     });
   });
   t.teardown(async () => {
     if (!done) child.kill('SIGKILL');
     await exited;
-    watchdog?.kill(); // its work is done: it must not signal a PID that may be reused
   });
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: string) => {
@@ -104,18 +110,10 @@ async function startOnce(t: Teardown, binary: string, { poolMode, poolSize, upst
   });
   return {
     port,
+    pid: child.pid!,
     url: (database) => `postgres://root@127.0.0.1:${port}/${database}`,
     log: () => log,
   };
-}
-
-/** A shell that, once our end of its stdin closes (whenever this process ends), kills `pid` and removes `dir`. */
-function startWatchdog(pid: number, dir: string): ChildProcess {
-  const script = 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"';
-  const watchdog = spawn('sh', ['-c', script, 'pgbouncer-watchdog', String(pid), dir], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
-  watchdog.unref();
-  (watchdog.stdin as unknown as { unref(): void }).unref();
-  return watchdog;
 }
 
 function postgresUser(): { uid: number; gid: number } {

@@ -1,9 +1,12 @@
 // The real server process: `node src/entry.js` (as npm start) on a real socket, with its stdout/stderr captured.
 // start() resolves once the JSON log line "Server listening at http://..." says where it listens;
-// every process is SIGKILLed at the end of the test that spawned it if it is still running.
+// every process is SIGKILLed at the end of the test that spawned it if it is still running, and by
+// the reaper if the test process ends first (a tap timeout).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Test } from 'tap';
 import { REPO_ROOT } from './paths.ts';
+import { reapChild } from './reaper.ts';
 
 export interface Exit {
   code: number | null;
@@ -99,6 +102,7 @@ export function spawnServer(
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const forget = reapChild(child, { group: detached });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
   const notify = () => {
@@ -118,6 +122,7 @@ export function spawnServer(
     child.once('error', reject);
     child.once('close', (code, signal) => {
       done = true;
+      forget();
       notify();
       resolve({ code, signal });
     });
@@ -191,6 +196,7 @@ export async function runScript(
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const forget = reapChild(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
@@ -199,6 +205,7 @@ export async function runScript(
     child.once('error', reject);
     child.once('close', (code, signal) => {
       done = true;
+      forget();
       resolve({ code, signal });
     });
   });
@@ -212,12 +219,19 @@ export async function runScript(
   return { ...exit, ...output };
 }
 
-/** Whether a process of this pid exists (signal 0 checks without signalling). */
+/** Whether a process of this pid is alive: it exists (signal 0 checks without signalling) and is no zombie, dead but not yet reaped. */
 export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  // An orphan's zombie stays until PID 1 reaps it, which a container's init may never do.
+  if (!existsSync('/proc/self/stat')) return true; // no /proc here: signal 0 has answered
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false; // gone since
   }
 }
