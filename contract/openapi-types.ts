@@ -1,6 +1,8 @@
 // The TypeScript types of openapi.yaml (src/generated/openapi.ts, written by npm run generate), after
 // checking it against the OpenAPI meta-schema, a check the server's boot leaves out (src/contract/routes.ts).
+import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
@@ -33,6 +35,26 @@ export async function writeTypes(types: string): Promise<string[]> {
     await writeFile(url, types);
   }
   return urls.map((url) => url.pathname);
+}
+
+/**
+ * Runs the client package's own `build` script (packages/client/package.json), so that its dist/, what
+ * the tests and the client's users import, follows the copy of the types just written. Throws with
+ * the build's output when it fails; `signal` stops it (a newer edit makes its answer stale).
+ */
+export function buildClient(signal?: AbortSignal): Promise<void> {
+  // npm as it runs this script when there is one (npm run generate), else the npm on PATH.
+  const [command, ...npm] = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
+  const args = [...npm, 'run', '--silent', 'build', '--workspace', 'packages/client'];
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const build = spawn(command!, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], signal });
+    let output = '';
+    build.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    build.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    build.once('error', reject);
+    build.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`the client package's build failed:\n${output.trimEnd()}`))));
+  });
 }
 
 /** Throws, naming the first offending places, unless `text` is a valid OpenAPI document whose every $ref resolves. */

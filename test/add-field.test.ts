@@ -147,7 +147,7 @@ t.test('the page quotes no line numbers, which would go stale', async (t) => {
   t.notMatch(section, /\.(ts|yaml)(:\d+|\(\d+,\d+\))|\blines? \d+/, 'no file:line, file(line,col) or "line N"');
 });
 
-const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'contract', 'test']);
+const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'contract', 'test', 'packages/client']);
 
 t.test('the page, followed in a scratch copy, gives a copy that type-checks', (t) => followThePage(t, scratch));
 

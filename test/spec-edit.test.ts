@@ -1,5 +1,6 @@
 // A field added to Plant in openapi.yaml reaches the compiler: after `npm run generate`, the type check
-// fails at each file that must store the field, naming it, instead of the field being dropped in silence.
+// fails at each file that must store the field, naming it, instead of the field being dropped in silence;
+// and the client package's build, which the tests import, has the field too.
 // Shown in a scratch copy of the repository (its node_modules linked, not copied).
 import { execFile } from 'node:child_process';
 import { hash } from 'node:crypto';
@@ -13,7 +14,10 @@ import { REPO_ROOT } from './harness/paths.ts';
 import { docBlock } from './readme-blocks.ts';
 
 const run = promisify(execFile);
-const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract'];
+// Two generations (each building the client package) and two type checks of the whole project, 10 to
+// 40 s each on two busy cores.
+t.setTimeout(240_000);
+const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract', 'packages/client'];
 /** The files that list a plant's fields one by one: the store's columns and their migrations. */
 const MUST_CHANGE = ['src/store/plant-fields.ts', 'src/store/migrations.ts'];
 
@@ -69,6 +73,8 @@ t.test('adding price and stock to Plant fails the type check at every file that 
   const generated = await readFile(join(dir, 'src/generated/openapi.ts'), 'utf8');
   t.match(generated, /price\?: number/, 'the generated types carry the new fields');
   t.match(generated, /stock\?: number/);
+  const client = await readFile(join(dir, 'packages/client/dist/openapi.d.ts'), 'utf8');
+  t.match(client, /price\?: number/, "npm run generate rebuilt the client package's dist/, which the tests import: no stale client");
   // One diagnostic per block: `file(line,col): error …` and its indented explanation lines.
   const diagnostics = result.output.split(/\n(?=\S)/).filter((block) => /^\S+\(\d+,\d+\): error/.test(block));
   for (const file of MUST_CHANGE) {
