@@ -3,8 +3,8 @@ import { cpSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './paths.ts';
 
-/** What a copy needs to generate, type-check and serve. */
-const ENTRIES = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract', 'docs'];
+/** What a copy needs to generate (the client package's build included), type-check and serve. */
+const ENTRIES = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract', 'docs', 'packages/client'];
 
 /** Copies the repository's sources into `dir` (node_modules linked, not copied) and answers `dir`. */
 export function copyRepository(dir: string, entries: readonly string[] = ENTRIES): string {
