@@ -6,14 +6,15 @@
 // No podman: installed from Debian (if that fails: a visible skip, a failure with CI=true). A kernel
 // where podman runs no container at all (a trivial one from scratch fails): a visible skip, CI too;
 // an image that cannot be built or run where that trivial one runs is a failure.
+// As root or rootless: uids and files are read as the containers see them (runAsContainersSee).
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { contractProblems } from './contract.ts';
-import { baseImage, IMAGE_USER, lastLine, probeRunFlags, removeImages, run, type Engine } from './harness/container.ts';
+import { baseImage, IMAGE_USER, lastLine, ownerAndMode, probeRunFlags, run, runAsContainersSee } from './harness/container.ts';
 import { REPO_ROOT } from './harness/paths.ts';
+import { reapWithThisProcess } from './harness/reaper.ts';
 import { freePort } from './harness/ports.ts';
 import { rawExchange, rawResponses } from './harness/raw-http.ts';
 import { aptInstall, onPath, skipUnlessCi } from './harness/system-packages.ts';
@@ -23,7 +24,6 @@ const TAG = `localhost/${NAME}:latest`;
 const VOLUME = `${NAME}-data`;
 const TOKEN = 'token-container-test-0001';
 const BIG = '9007199254740993';
-const PODMAN: Engine = { name: 'podman', version: 'podman' };
 
 /** The flags podman needs to run a container here, or why this test skips. */
 async function setup(): Promise<{ flags: string[]; skip: false } | { flags: undefined; skip: string | false }> {
@@ -39,12 +39,15 @@ async function setup(): Promise<{ flags: string[]; skip: false } | { flags: unde
 }
 
 const { flags, skip } = await setup();
+// An image build with rootless podman's vfs storage, and npm ci of its dependencies into an empty
+// cache, can take minutes: more than tap's 120 s per file.
+t.setTimeout(600_000);
 
-t.test('npm run image builds an image that serves, keeps its data in the volume and stops on SIGTERM', { skip, timeout: 600_000 }, async (t) => {
+t.test('npm run image builds an image that serves, keeps its data in the volume and stops on SIGTERM', { skip }, async (t) => {
   t.ok(flags, 'podman runs containers here');
   if (!flags) return;
   t.comment(`podman run flags this machine needs: ${flags.join(' ') || '(none)'}`);
-  t.teardown(() => removeImages(PODMAN, [TAG, baseImage(TAG).base]));
+  cleanUp(t, ['podman', 'rmi', '-f', TAG, baseImage(TAG).base]);
 
   const [npm, ...npmArgs] = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
   const built = await run(npm!, [...npmArgs, 'run', 'image', '--', TAG], { cwd: REPO_ROOT });
@@ -59,13 +62,11 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   t.ok(image?.Config.Env.includes('DATABASE_URL=sqlite:/data/plants.db'), 'DATABASE_URL in the volume');
 
   t.equal((await run('podman', ['volume', 'create', VOLUME])).code, 0, 'a volume of the test');
-  t.teardown(() => run('podman', ['volume', 'rm', '-f', VOLUME]));
+  cleanUp(t, ['podman', 'volume', 'rm', '-f', VOLUME]);
   const port = await freePort();
   const container = startContainer(['run', '--name', NAME, ...flags, '-p', `127.0.0.1:${port}:3000`, '-v', `${VOLUME}:/data`, '-e', `API_TOKENS=${TOKEN}`, TAG]);
-  t.teardown(async () => {
-    await run('podman', ['rm', '-f', NAME]); // stops it first if an assertion ended the test early
-    await container.exited;
-  });
+  t.teardown(() => container.exited);
+  cleanUp(t, ['podman', 'rm', '-f', NAME]); // stops it first if an assertion ended the test early
   await container.listening;
 
   const body = `{"id":${BIG},"name":"Monstera"}`;
@@ -78,12 +79,12 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
   t.same(read && contractProblems('GET', `/plants/${BIG}`, read), [], 'the read answer is as the contract says');
 
   const pid = (await run('podman', ['inspect', '--format', '{{.State.Pid}}', NAME])).stdout.trim();
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const status = (await runAsContainersSee('cat', [`/proc/${pid}/status`])).stdout;
   t.same(/^Uid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/), Array(4).fill(String(IMAGE_USER)), `the server runs as uid ${IMAGE_USER}, not root`);
   t.equal(/^NSpid:\s+(.*)$/m.exec(status)?.[1]?.split(/\s+/).at(-1), '1', 'node is PID 1 in the container: no shell or npm in between');
   // This image's passwd gives uid 1000 no home, so the compile cache goes to /tmp, in a directory of its own.
-  const cache = statSync(`/proc/${pid}/root/tmp/plant-store-compile-cache-${IMAGE_USER}`, { throwIfNoEntry: false });
-  t.same(cache && [cache.uid, (cache.mode & 0o777).toString(8)], [IMAGE_USER, '700'], "the compile cache directory is the service user's, 0700");
+  const cache = await ownerAndMode(`/proc/${pid}/root/tmp/plant-store-compile-cache-${IMAGE_USER}`);
+  t.same(cache, [IMAGE_USER, '700'], "the compile cache directory is the service user's, 0700");
 
   t.equal((await run('podman', ['kill', '--signal', 'TERM', NAME])).code, 0, 'SIGTERM sent');
   const exit = await container.exited;
@@ -93,9 +94,12 @@ t.test('npm run image builds an image that serves, keeps its data in the volume 
 
   const mountpoint = (await run('podman', ['volume', 'inspect', '--format', '{{.Mountpoint}}', VOLUME])).stdout.trim();
   const file = join(mountpoint, 'plants.db');
-  t.equal(statSync(file).uid, IMAGE_USER, 'the SQLite file in the volume belongs to the service user');
-  t.same([mountpoint, file].map((path) => (statSync(path).mode & 0o777).toString(8)), ['700', '600'], 'the volume 0700, the SQLite file 0600');
-  const database = new DatabaseSync(file, { readOnly: true });
+  t.same(await ownerAndMode(mountpoint), [IMAGE_USER, '700'], "the volume is the service user's, 0700");
+  t.same(await ownerAndMode(file), [IMAGE_USER, '600'], "the SQLite file in it is the service user's, 0600");
+  // A copy this process can read: rootless, the file belongs to a uid of podman's namespace.
+  const copy = join(t.testdir(), 'plants.db');
+  t.equal((await runAsContainersSee('cp', [file, copy])).code, 0, 'the SQLite file copied out of the volume');
+  const database = new DatabaseSync(copy, { readOnly: true });
   t.teardown(() => database.close());
   const select = database.prepare('SELECT id, name FROM plants');
   select.setReadBigInts(true);
@@ -108,6 +112,15 @@ t.test('npm run image where neither podman nor buildah is installed: one line sa
   t.equal(result.stdout, '');
   t.equal(result.stderr, 'image: needs podman or buildah, and neither is installed (apt-get install podman)\n');
 });
+
+/** Runs `command` when the test ends, or, should tap kill this file first, when the reaper finds it gone. */
+function cleanUp(t: Test, [command, ...args]: readonly string[]): void {
+  const forget = reapWithThisProcess({ command: [command!, ...args] });
+  t.teardown(async () => {
+    await run(command!, args);
+    forget();
+  });
+}
 
 function request(method: string, path: string, body?: string): string {
   const head = [`${method} ${path} HTTP/1.1`, 'Host: localhost', `Authorization: Bearer ${TOKEN}`, 'Connection: close'];

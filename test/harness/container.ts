@@ -38,6 +38,23 @@ export function run(command: string, args: readonly string[], options: { cwd?: s
   });
 }
 
+/**
+ * Runs a command where uids read as the containers see them. As root, directly: rootful podman maps no
+ * uid. Rootless, in podman's user namespace (`podman unshare`): there the host's subordinate uids of a
+ * volume's files and of a container's processes read as the container's own, and /proc/PID/root of a
+ * container's process may be entered; the caller's own uid is root there.
+ */
+export function runAsContainersSee(command: string, args: readonly string[]): Promise<Run> {
+  return process.getuid?.() === 0 ? run(command, args) : run('podman', ['unshare', command, ...args]);
+}
+
+/** A file's owner and permission bits (octal) as the containers see them, or undefined when it cannot be read. */
+export async function ownerAndMode(path: string): Promise<[number, string] | undefined> {
+  const result = await runAsContainersSee('stat', ['-c', '%u %a', path]);
+  const [uid, mode] = result.stdout.trim().split(' ');
+  return result.code === 0 ? [Number(uid), mode!] : undefined;
+}
+
 /** The last line of what a failed command said, for one-line reasons. */
 export function lastLine(result: Run): string {
   return (result.stderr.trim() || result.stdout.trim()).split('\n').at(-1) ?? `exit code ${result.code}`;
@@ -128,11 +145,6 @@ async function writeDepsContext(dir: string): Promise<string> {
   if (result.code !== 0) throw new Error(`npm ci --omit=dev failed: ${lastLine(result)}`);
   const lock = JSON.parse(readFileSync(join(app, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: object };
   return `${Object.keys(lock.packages).length} packages`;
-}
-
-/** Removes images by the names given, ignoring those that do not exist. */
-export async function removeImages(engine: Engine, images: readonly string[]): Promise<void> {
-  for (const image of images) await run(engine.name, ['rmi', '-f', image]);
 }
 
 /** Hard limits this process may hand on: a runtime without CAP_SYS_RESOURCE cannot raise them. */

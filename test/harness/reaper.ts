@@ -27,7 +27,8 @@ process.stdin.setEncoding('utf8').on('data', (chunk) => {
 });
 process.stdin.on('end', () => {
   const rank = (item) => ('command' in item ? 1 : 'dir' in item ? 2 : 0);
-  for (const item of [...items.values()].sort((a, b) => rank(a) - rank(b))) {
+  // Within a kind, the last registered first, as teardowns run: a container before its volume.
+  for (const item of [...items.values()].reverse().sort((a, b) => rank(a) - rank(b))) {
     try {
       if ('group' in item) process.kill(-item.group, 'SIGKILL');
       else if ('pid' in item) process.kill(item.pid, 'SIGKILL');
