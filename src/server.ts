@@ -3,6 +3,7 @@
 import { buildApp } from './app.ts';
 import { readSpecification } from './spec-path.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ContradictoryContractError } from './contract/operation-facts.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields, UnkeptPlantFieldError } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
@@ -137,7 +138,7 @@ function listenFailure(error: unknown, config: Config): unknown {
 
 // Configuration and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
 function describeBootFailure(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof DatabaseUrlError || error instanceof UnkeptPlantFieldError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseUrlError || error instanceof UnkeptPlantFieldError || error instanceof ContradictoryContractError) return error.message;
   if (error instanceof Error && 'syscall' in error) return error.message;
   return String((error as Error)?.stack ?? error);
 }

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { checkSpecification, CLIENT_TYPES_URL, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { checkSpecification, CLIENT_INT64_FIELDS_URL, CLIENT_TYPES_URL, renderInt64Fields, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { handlerFor } from '../src/app.ts';
 import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';
@@ -14,6 +14,10 @@ t.test('src/generated/openapi.ts matches openapi.yaml (run npm run generate)', a
 
 t.test("the client package's copy, packages/client/src/openapi.ts, matches openapi.yaml (run npm run generate)", async (t) => {
   t.equal(await readFile(CLIENT_TYPES_URL, 'utf8'), await renderTypes());
+});
+
+t.test("the client's int64 fields, packages/client/src/int64-fields.ts, match openapi.yaml (run npm run generate)", async (t) => {
+  t.equal(await readFile(CLIENT_INT64_FIELDS_URL, 'utf8'), await renderInt64Fields());
 });
 
 t.test('the client package is versioned with the API: its version is info.version of openapi.yaml', async (t) => {

@@ -1,7 +1,8 @@
 // The operations of openapi.yaml as routes, built by fastify-openapi-glue. What each route does is
-// set here, as its route options: the handler named by its operationId, the security requirement
-// the contract states (run as onRequest, before the body is read, so a client without a token gets
-// 401, never a validation message), whether its answers are compressed, and HEAD for each GET.
+// set here, as its route options, from the facts openapi.yaml states of its operation
+// (operation-facts.ts): the handler named by its operationId, the security requirement (run as
+// onRequest, before the body is read, so a client without a token gets 401, never a validation
+// message), its turn or exemption under load, whether its answers are compressed, and HEAD for each GET.
 //
 // Glue warns "ContentTypeParser for 'X' not found" for each media type in the spec without a body
 // parser, responses included (text/plain for /metrics, application/yaml for /openapi.yaml). So the
@@ -11,7 +12,7 @@
 import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onRequestHookHandler, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
-import { compressionOf, headFramedAsGet } from '../transport/compression.ts';
+import { deriveOperationFacts, type OperationFacts, type SecurityRequirement } from './operation-facts.ts';
 import type { ServiceHandlers } from './operations.ts';
 
 export interface RoutesOptions {
@@ -21,28 +22,32 @@ export interface RoutesOptions {
 }
 
 async function routes(app: FastifyInstance, { specification, handlers }: RoutesOptions): Promise<void> {
-  const security = securityByOperation(specification);
+  const facts = deriveOperationFacts(specification);
   // Its own context, so that the hook and the body parsers below concern these routes only.
   await app.register(async (operations) => {
     // Glue gives every schema per media type; Fastify would then skip validating a body whose
     // request names no media type, and pick a serializer by parsing each answer's Content-Type.
     operations.addHook('onRoute', useJsonSchemasDirectly);
-    operations.addHook('onRoute', headFramedAsGet);
     await registerOpenapiGlue(operations, {
       specification: withNumbers(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
-        ({
-          // The handler, taking its turn if it reads pages; the route config exempts health from shedding.
-          ...app.shedding(operationId, handlerFor(handlers, operationId)),
-          onRequest: securityHooks(app, operationId, security.get(operationId)),
-          compress: compressionOf(operationId),
-          // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
-          // onSend that runs before compression's, and so report the plain length and no Content-Encoding.
-          ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
-        }) as RouteOptions,
+        routeOptionsOf(app, facts.get(operationId)!, handlerFor(handlers, operationId), method),
     });
   });
+}
+
+/** An operation's route options, from its facts; glue adds them to the route it built. */
+function routeOptionsOf(app: FastifyInstance, facts: OperationFacts, handler: RouteOptions['handler'], method: string): RouteOptions {
+  return {
+    // The handler, taking its turn if it reads pages; the route config exempts it from shedding if marked.
+    ...app.shedding(facts, handler),
+    onRequest: securityHooks(app, facts),
+    compress: app.compressionFor(facts),
+    // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
+    // onSend that runs before compression's, and so report the plain length and no Content-Encoding.
+    ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
+  } as RouteOptions;
 }
 
 // After the contract (error handler, validator compiler, JSON parser), security (app.bearerAuth)
@@ -63,27 +68,12 @@ export function handlerFor(handlers: ServiceHandlers, operationId: string): Rout
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
 }
 
-type SecurityRequirement = Record<string, string[]>;
-
 /** An operation's security requirement as onRequest hooks; a scheme without a check fails the boot. */
-function securityHooks(app: FastifyInstance, operationId: string, requirement: SecurityRequirement[] | undefined): onRequestHookHandler[] {
-  if (requirement === undefined || requirement.length === 0) return [];
-  const [only] = requirement;
-  if (requirement.length === 1 && Object.keys(only!).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only!.bearerAuth!)];
-  throw new Error(`openapi.yaml's operation "${operationId}" requires ${JSON.stringify(requirement)}; only a bearerAuth requirement is implemented.`);
-}
-
-/** Each operation's security requirements, as openapi.yaml states them (its own, or the default). */
-function securityByOperation(specification: object): Map<string, SecurityRequirement[]> {
-  const spec = specification as { security?: SecurityRequirement[]; paths?: Record<string, Record<string, unknown>> };
-  const security = new Map<string, SecurityRequirement[]>();
-  for (const pathItem of Object.values(spec.paths ?? {})) {
-    for (const operation of Object.values(pathItem)) {
-      const { operationId, security: own } = (operation ?? {}) as { operationId?: string; security?: SecurityRequirement[] };
-      if (operationId !== undefined) security.set(operationId, own ?? spec.security ?? []);
-    }
-  }
-  return security;
+function securityHooks(app: FastifyInstance, { operationId, security }: OperationFacts): onRequestHookHandler[] {
+  if (security.length === 0) return [];
+  const [only] = security as [SecurityRequirement];
+  if (security.length === 1 && Object.keys(only).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only.bearerAuth!)];
+  throw new Error(`openapi.yaml's operation "${operationId}" requires ${JSON.stringify(security)}; only a bearerAuth requirement is implemented.`);
 }
 
 // JSON is the only body type the contract accepts, so its schema applies to every body (a POST
