@@ -4,7 +4,7 @@
 // bigint (packages/client/src/int64-fields.ts), derived as the server derives its operations' facts.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { load as parseYaml } from 'js-yaml';
+import { parse as parseYaml } from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { int64FieldNames } from '../src/contract/operation-facts.ts';
