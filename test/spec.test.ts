@@ -2,7 +2,8 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { checkSpecification, CLIENT_TYPES_URL, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { CLIENT_TYPES_URL, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { checkSpecification } from '../src/contract/specification.ts';
 import { handlerFor } from '../src/app.ts';
 import { registerOpenapiGlue } from '../src/contract/routes.ts';
 import { spec } from './contract.ts';

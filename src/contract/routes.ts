@@ -11,6 +11,7 @@
 import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onRequestHookHandler, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
+import { SpecificationError, withNumbers } from '../spec-path.ts';
 import { compressionOf, headFramedAsGet } from '../transport/compression.ts';
 import type { ServiceHandlers } from './operations.ts';
 
@@ -21,6 +22,7 @@ export interface RoutesOptions {
 }
 
 async function routes(app: FastifyInstance, { specification, handlers }: RoutesOptions): Promise<void> {
+  checkOperationIds(specification, handlers);
   const security = securityByOperation(specification);
   // Its own context, so that the hook and the body parsers below concern these routes only.
   await app.register(async (operations) => {
@@ -29,6 +31,7 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
     operations.addHook('onRoute', useJsonSchemasDirectly);
     operations.addHook('onRoute', headFramedAsGet);
     await registerOpenapiGlue(operations, {
+      // Glue validates its copy through JSON.stringify; an int64 example that says how big an id may be shapes no route.
       specification: withNumbers(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
@@ -49,18 +52,38 @@ async function routes(app: FastifyInstance, { specification, handlers }: RoutesO
 // and transport (the compress route option needs its plugin, app.shedding its turns): routes take what is in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract', 'security', 'transport'] });
 
-// Glue's copy: it validates the document through JSON.stringify, which throws on a bigint, and an
-// int64 example that only says how big an id may be shapes no route, so a double does here.
-function withNumbers(value: unknown): object {
-  return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? Number(item) : item))) as object;
-}
+// The boot errors below are what a spec editor meets: one line each (src/server.ts prints it), naming the
+// file to change. The handlers are those buildApp, in src/app.ts, passes to this plugin.
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */
 export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
   if (!Object.hasOwn(handlers, operationId)) {
-    throw new Error(`openapi.yaml declares operation "${operationId}" but no handler implements it.`);
+    throw new SpecificationError(
+      `openapi.yaml declares operation "${operationId}" but no handler implements it: add one named ${operationId} to the handlers ` +
+        'buildApp passes to the routes in src/app.ts (docs/development.md, "Adding an operation, end to end").',
+    );
   }
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
+}
+
+/** Refuses to boot on an operation without an operationId, an operationId given twice, or a handler no operation names. */
+export function checkOperationIds(specification: object, handlers: object): void {
+  const declared = new Map<string, string>();
+  for (const { where, operation } of declaredOperations(specification as OpenApiDocument)) {
+    const { operationId } = operation;
+    if (typeof operationId !== 'string') {
+      throw new SpecificationError(`openapi.yaml's ${where} has no operationId: give it one, the name of the handler that serves it.`);
+    }
+    const first = declared.get(operationId);
+    if (first !== undefined) {
+      throw new SpecificationError(`openapi.yaml names both ${first} and ${where} "${operationId}": give each its own operationId, the name of the handler that serves it.`);
+    }
+    declared.set(operationId, where);
+  }
+  const extra = Object.keys(handlers).find((name) => !declared.has(name));
+  if (extra !== undefined) {
+    throw new SpecificationError(`src/app.ts passes the routes a handler "${extra}" but openapi.yaml declares no such operation: declare it there, or remove the handler.`);
+  }
 }
 
 type SecurityRequirement = Record<string, string[]>;
@@ -70,18 +93,18 @@ function securityHooks(app: FastifyInstance, operationId: string, requirement: S
   if (requirement === undefined || requirement.length === 0) return [];
   const [only] = requirement;
   if (requirement.length === 1 && Object.keys(only!).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only!.bearerAuth!)];
-  throw new Error(`openapi.yaml's operation "${operationId}" requires ${JSON.stringify(requirement)}; only a bearerAuth requirement is implemented.`);
+  throw new SpecificationError(
+    `openapi.yaml's operation "${operationId}" requires security ${JSON.stringify(requirement)}, which nothing checks: require bearerAuth there, ` +
+      'or implement the scheme in src/security/ and map it in securityHooks (src/contract/routes.ts).',
+  );
 }
 
 /** Each operation's security requirements, as openapi.yaml states them (its own, or the default). */
 function securityByOperation(specification: object): Map<string, SecurityRequirement[]> {
-  const spec = specification as { security?: SecurityRequirement[]; paths?: Record<string, Record<string, unknown>> };
+  const document = specification as OpenApiDocument;
   const security = new Map<string, SecurityRequirement[]>();
-  for (const pathItem of Object.values(spec.paths ?? {})) {
-    for (const operation of Object.values(pathItem)) {
-      const { operationId, security: own } = (operation ?? {}) as { operationId?: string; security?: SecurityRequirement[] };
-      if (operationId !== undefined) security.set(operationId, own ?? spec.security ?? []);
-    }
+  for (const { operation } of declaredOperations(document)) {
+    if (operation.operationId !== undefined) security.set(operation.operationId, operation.security ?? document.security ?? []);
   }
   return security;
 }
@@ -109,9 +132,12 @@ function jsonOnly(part: unknown): unknown {
 export async function registerOpenapiGlue(app: FastifyInstance, options: FastifyOpenapiGlueOptions & FastifyPluginOptions): Promise<void> {
   const document = options.specification as OpenApiDocument;
   const accepted = requestMediaTypes(document);
-  for (const mediaType of accepted) {
+  for (const [mediaType, operationId] of accepted) {
     if (!app.hasContentTypeParser(mediaType)) {
-      throw new Error(`openapi.yaml accepts request bodies of ${mediaType}, but no body parser for it is registered.`);
+      throw new SpecificationError(
+        `openapi.yaml's operation "${operationId}" accepts request bodies of ${mediaType}, which no body parser reads: accept application/json there, ` +
+          'or register a parser for it beside the JSON one (src/contract/json.ts).',
+      );
     }
   }
   for (const mediaType of responseMediaTypes(document)) {
@@ -123,10 +149,13 @@ export async function registerOpenapiGlue(app: FastifyInstance, options: Fastify
 
 interface OpenApiDocument {
   paths?: Record<string, Record<string, Operation | unknown>>;
+  security?: SecurityRequirement[];
   components?: { requestBodies?: Record<string, Content>; responses?: Record<string, Content> };
 }
 
 interface Operation {
+  operationId?: string;
+  security?: SecurityRequirement[];
   requestBody?: Content;
   responses?: Record<string, Content>;
 }
@@ -136,8 +165,19 @@ interface Content {
   content?: Record<string, unknown>;
 }
 
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/** Every operation under `paths`, with where it is: `GET /plants`. */
+function declaredOperations(document: OpenApiDocument): { where: string; operation: Operation }[] {
+  return Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
+    Object.entries(item ?? {})
+      .filter(([method, operation]) => METHODS.has(method) && typeof operation === 'object' && operation !== null)
+      .map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation: operation as Operation })),
+  );
+}
+
 function operationsOf(document: OpenApiDocument): Operation[] {
-  return Object.values(document.paths ?? {}).flatMap((operations) => Object.values(operations) as Operation[]);
+  return declaredOperations(document).map(({ operation }) => operation);
 }
 
 /** The object a `#/components/<kind>/<name>` reference names, or the object itself. */
@@ -146,10 +186,13 @@ function resolved(document: OpenApiDocument, kind: 'requestBodies' | 'responses'
   return named === undefined ? item : document.components?.[kind]?.[named];
 }
 
-function requestMediaTypes(document: OpenApiDocument): Set<string> {
-  const types = new Set<string>();
+/** Each media type a request body may have, with the first operation that accepts it. */
+function requestMediaTypes(document: OpenApiDocument): Map<string, string | undefined> {
+  const types = new Map<string, string | undefined>();
   for (const operation of operationsOf(document)) {
-    for (const mediaType of Object.keys(resolved(document, 'requestBodies', operation?.requestBody)?.content ?? {})) types.add(mediaType);
+    for (const mediaType of Object.keys(resolved(document, 'requestBodies', operation.requestBody)?.content ?? {})) {
+      if (!types.has(mediaType)) types.set(mediaType, operation.operationId);
+    }
   }
   return types;
 }
@@ -157,7 +200,7 @@ function requestMediaTypes(document: OpenApiDocument): Set<string> {
 function responseMediaTypes(document: OpenApiDocument): Set<string> {
   const types = new Set<string>();
   for (const operation of operationsOf(document)) {
-    for (const response of Object.values(operation?.responses ?? {})) {
+    for (const response of Object.values(operation.responses ?? {})) {
       for (const mediaType of Object.keys(resolved(document, 'responses', response)?.content ?? {})) types.add(mediaType);
     }
   }
