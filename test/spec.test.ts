@@ -50,7 +50,9 @@ t.test('every page answer declares maxItems, the largest limit; keyset lists sha
       .filter(([method, operation]) => HTTP_METHODS.has(method) && resolved(operation.responses?.['200'] ?? {}).content?.['application/json']?.schema?.type === 'array')
       .map(([, operation]) => ({ path, operation, schema: resolved(operation.responses['200']).content['application/json'].schema as Node })),
   );
-  t.same(lists.map(({ operation }) => operation.operationId).sort(), ['listPlants', 'listWebhookDeliveries', 'listWebhooks'], 'the lists');
+  // Among them, whatever lists are added (docs/development.md, "Adding an operation, end to end"):
+  const ids = lists.map(({ operation }) => operation.operationId as string);
+  t.ok(['listPlants', 'listWebhookDeliveries', 'listWebhooks'].every((id) => ids.includes(id)), `the lists: ${ids.join(', ')}`);
   for (const { operation, schema } of lists) {
     const parameters: Node[] = operation.parameters ?? [];
     const limit = parameters.map(resolved).find((parameter) => parameter.name === 'limit');
