@@ -1,14 +1,20 @@
-// The TypeScript types of openapi.yaml (src/generated/openapi.ts, written by npm run generate), after
-// checking it against the OpenAPI meta-schema (src/contract/specification.ts); their first line names the text checked.
+// What npm run generate writes from openapi.yaml, after checking it against the OpenAPI meta-schema
+// (src/contract/specification.ts): its TypeScript types (src/generated/openapi.ts, and the client
+// package's copy), and the JSON fields the client reads as bigint (packages/client/src/int64-fields.ts),
+// derived as the server derives its operations' facts. Each file's first line names the text checked.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { load as parseYaml } from 'js-yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
+import { int64FieldNames } from '../src/contract/operation-facts.ts';
 import { checkSpecification, generatedHeader } from '../src/contract/specification.ts';
 
 export const SPEC_URL = new URL('../openapi.yaml', import.meta.url);
 export const TYPES_URL = new URL('../src/generated/openapi.ts', import.meta.url);
 /** The client package's own copy, so its build needs nothing outside packages/client. */
 export const CLIENT_TYPES_URL = new URL('../packages/client/src/openapi.ts', import.meta.url);
+/** The names under which the client reads a JSON number as bigint. */
+export const CLIENT_INT64_FIELDS_URL = new URL('../packages/client/src/int64-fields.ts', import.meta.url);
 
 /** The TypeScript source that openapi.yaml implies; int64 becomes bigint, as the JSON parser delivers it. */
 export async function renderTypes(text?: string): Promise<string> {
@@ -23,12 +29,26 @@ export async function renderTypes(text?: string): Promise<string> {
   return `${generatedHeader(text)}\n\n${astToString(ast)}`;
 }
 
-/** Writes the types for the server and the client package's copy; answers the paths written. */
-export async function writeTypes(types: string): Promise<string[]> {
-  const urls = [TYPES_URL, CLIENT_TYPES_URL];
-  for (const url of urls) {
+/** The client's list of int64 fields, from openapi.yaml's `format: int64` properties. */
+export async function renderInt64Fields(text?: string): Promise<string> {
+  text ??= await readFile(SPEC_URL, 'utf8');
+  const names = int64FieldNames(parseYaml(text) as object);
+  return `${generatedHeader(text)}\n\n/** The JSON properties openapi.yaml declares \`format: int64\`: the client reads their numbers as bigint. */\n` +
+    `export const INT64_FIELDS: readonly string[] = ${JSON.stringify(names)};\n`;
+}
+
+/** Every file npm run generate writes, with its text; throws, writing nothing, when openapi.yaml does not generate. */
+export async function renderGenerated(text?: string): Promise<Map<URL, string>> {
+  text ??= await readFile(SPEC_URL, 'utf8');
+  const types = await renderTypes(text);
+  return new Map([[TYPES_URL, types], [CLIENT_TYPES_URL, types], [CLIENT_INT64_FIELDS_URL, await renderInt64Fields(text)]]);
+}
+
+/** Writes what renderGenerated answered; answers the paths written. */
+export async function writeGenerated(files: Map<URL, string>): Promise<string[]> {
+  for (const [url, text] of files) {
     await mkdir(new URL('.', url), { recursive: true });
-    await writeFile(url, types);
+    await writeFile(url, text);
   }
-  return urls.map((url) => url.pathname);
+  return [...files.keys()].map((url) => url.pathname);
 }

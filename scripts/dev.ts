@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { renderTypes, SPEC_URL, writeTypes } from '../contract/openapi-types.ts';
+import { renderGenerated, SPEC_URL, writeGenerated } from '../contract/openapi-types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -22,10 +22,10 @@ async function regenerate(): Promise<void> {
     // One save often raises two watch events (truncate, write): the second finds nothing new, and
     // writing the types again would restart the server a second time.
     if (text === generatedFrom) return;
-    const types = await renderTypes(text);
+    const generated = await renderGenerated(text);
     // Said before the write that restarts the server, so the two lines come in this order.
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
-    await writeTypes(types);
+    await writeGenerated(generated);
     generatedFrom = text;
     typecheck();
   } catch (error) {
@@ -72,7 +72,7 @@ function onSpecChange(): void {
 }
 
 const initialSpec = await readFile(SPEC_URL, 'utf8');
-await writeTypes(await renderTypes(initialSpec));
+await writeGenerated(await renderGenerated(initialSpec));
 generatedFrom = initialSpec;
 // The folder, not the file: editors that save by renaming a new file over the old one would
 // leave a watch on the file itself looking at the replaced copy.

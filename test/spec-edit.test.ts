@@ -61,7 +61,7 @@ t.test('adding price and stock to Plant fails the type check at every file that 
 });
 
 // (Answers are the records themselves, written by the response schemas generated from openapi.yaml.)
-t.test('a field the drivers store flows through the ETag, events and comparisons', async (t) => {
+t.test('a field the drivers store flows through the ETag, events and comparisons, an int64 one too', async (t) => {
   const { plantEtag } = await import('../src/plants/representation.ts');
   const { eventPayload, plantWith, samePlant } = await import('../src/store/types.ts');
   // What a driver returns once it stores `price`: the type does not know the field yet, the code must not care.
@@ -74,6 +74,10 @@ t.test('a field the drivers store flows through the ETag, events and comparisons
   t.ok(samePlant(priced(1200), priced(1200, 'price first')));
   t.not(plantEtag(priced(1200)), plantEtag(priced(1300)), 'another price, another ETag');
   t.equal(plantEtag(priced(1200)), plantEtag(priced(1200, 'price first')), 'the order fields arrived in does not matter');
+  // An int64 field (a BigInt from the parser and the column) is written and hashed with every digit.
+  const seeded = (seeds: bigint) => ({ id: 1n, name: 'Poppy', seeds }) as PlantRecordLike;
+  t.equal(eventPayload(seeded(2n ** 63n - 1n)), '{"id":1,"name":"Poppy","seeds":9223372036854775807}');
+  t.not(plantEtag(seeded(2n ** 63n - 1n)), plantEtag(seeded(2n ** 63n - 2n)), 'another int64 value, another ETag');
   // The ETag of a plant without added fields is what it was before fields could be added.
   t.equal(plantEtag({ id: 1n, name: 'Monstera', tag: 'aroid' }), `"${hash('sha256', '["1","Monstera","aroid"]', 'base64url').slice(0, 27)}"`);
 });

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { CLIENT_TYPES_URL, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
+import { CLIENT_INT64_FIELDS_URL, CLIENT_TYPES_URL, renderInt64Fields, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { checkSpecification } from '../src/contract/specification.ts';
 import { handlerFor } from '../src/app.ts';
 import { registerOpenapiGlue } from '../src/contract/routes.ts';
@@ -15,6 +15,10 @@ t.test('src/generated/openapi.ts matches openapi.yaml (run npm run generate)', a
 
 t.test("the client package's copy, packages/client/src/openapi.ts, matches openapi.yaml (run npm run generate)", async (t) => {
   t.equal(await readFile(CLIENT_TYPES_URL, 'utf8'), await renderTypes());
+});
+
+t.test("the client's int64 fields, packages/client/src/int64-fields.ts, match openapi.yaml (run npm run generate)", async (t) => {
+  t.equal(await readFile(CLIENT_INT64_FIELDS_URL, 'utf8'), await renderInt64Fields());
 });
 
 t.test('the client package is versioned with the API: its version is info.version of openapi.yaml', async (t) => {

@@ -1,7 +1,8 @@
 // The operations of openapi.yaml as routes, built by fastify-openapi-glue. What each route does is
-// set here, as its route options: the handler named by its operationId, the security requirement
-// the contract states (run as onRequest, before the body is read, so a client without a token gets
-// 401, never a validation message), whether its answers are compressed, and HEAD for each GET.
+// set here, as its route options, from the facts openapi.yaml states of its operation
+// (operation-facts.ts): the handler named by its operationId, the security requirement (run as
+// onRequest, before the body is read, so a client without a token gets 401, never a validation
+// message), its turn or exemption under load, whether its answers are compressed, and HEAD for each GET.
 //
 // Glue warns "ContentTypeParser for 'X' not found" for each media type in the spec without a body
 // parser, responses included (text/plain for /metrics, application/yaml for /openapi.yaml). So the
@@ -12,7 +13,7 @@ import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onReq
 import fp from 'fastify-plugin';
 import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
 import { SpecificationError, withNumbers } from '../spec-path.ts';
-import { compressionOf, headFramedAsGet } from '../transport/compression.ts';
+import { deriveOperationFacts, METHODS, type OperationFacts, type SecurityRequirement } from './operation-facts.ts';
 import type { ServiceHandlers } from './operations.ts';
 
 export interface RoutesOptions {
@@ -22,30 +23,34 @@ export interface RoutesOptions {
 }
 
 async function routes(app: FastifyInstance, { specification, handlers }: RoutesOptions): Promise<void> {
-  checkOperationIds(specification, handlers);
-  const security = securityByOperation(specification);
+  const facts = deriveOperationFacts(specification);
+  refuseHandlersWithoutOperation(facts, handlers);
   // Its own context, so that the hook and the body parsers below concern these routes only.
   await app.register(async (operations) => {
     // Glue gives every schema per media type; Fastify would then skip validating a body whose
     // request names no media type, and pick a serializer by parsing each answer's Content-Type.
     operations.addHook('onRoute', useJsonSchemasDirectly);
-    operations.addHook('onRoute', headFramedAsGet);
     await registerOpenapiGlue(operations, {
       // Glue validates its copy through JSON.stringify; an int64 example that says how big an id may be shapes no route.
       specification: withNumbers(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
-        ({
-          // The handler, taking its turn if it reads pages; the route config exempts health from shedding.
-          ...app.shedding(operationId, handlerFor(handlers, operationId)),
-          onRequest: securityHooks(app, operationId, security.get(operationId)),
-          compress: compressionOf(operationId),
-          // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
-          // onSend that runs before compression's, and so report the plain length and no Content-Encoding.
-          ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
-        }) as RouteOptions,
+        routeOptionsOf(app, facts.get(operationId)!, handlerFor(handlers, operationId), method),
     });
   });
+}
+
+/** An operation's route options, from its facts; glue adds them to the route it built. */
+function routeOptionsOf(app: FastifyInstance, facts: OperationFacts, handler: RouteOptions['handler'], method: string): RouteOptions {
+  return {
+    // The handler, taking its turn if it reads pages; the route config exempts it from shedding if marked.
+    ...app.shedding(facts, handler),
+    onRequest: securityHooks(app, facts),
+    compress: app.compressionFor(facts),
+    // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body in an
+    // onSend that runs before compression's, and so report the plain length and no Content-Encoding.
+    ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
+  } as RouteOptions;
 }
 
 // After the contract (error handler, validator compiler, JSON parser), security (app.bearerAuth)
@@ -66,47 +71,23 @@ export function handlerFor(handlers: ServiceHandlers, operationId: string): Rout
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
 }
 
-/** Refuses to boot on an operation without an operationId, an operationId given twice, or a handler no operation names. */
-export function checkOperationIds(specification: object, handlers: object): void {
-  const declared = new Map<string, string>();
-  for (const { where, operation } of declaredOperations(specification as OpenApiDocument)) {
-    const { operationId } = operation;
-    if (typeof operationId !== 'string') {
-      throw new SpecificationError(`openapi.yaml's ${where} has no operationId: give it one, the name of the handler that serves it.`);
-    }
-    const first = declared.get(operationId);
-    if (first !== undefined) {
-      throw new SpecificationError(`openapi.yaml names both ${first} and ${where} "${operationId}": give each its own operationId, the name of the handler that serves it.`);
-    }
-    declared.set(operationId, where);
-  }
-  const extra = Object.keys(handlers).find((name) => !declared.has(name));
+/** Refuses to boot when a handler is passed for an operation openapi.yaml does not declare. */
+function refuseHandlersWithoutOperation(facts: ReadonlyMap<string, OperationFacts>, handlers: object): void {
+  const extra = Object.keys(handlers).find((name) => !facts.has(name));
   if (extra !== undefined) {
     throw new SpecificationError(`src/app.ts passes the routes a handler "${extra}" but openapi.yaml declares no such operation: declare it there, or remove the handler.`);
   }
 }
 
-type SecurityRequirement = Record<string, string[]>;
-
 /** An operation's security requirement as onRequest hooks; a scheme without a check fails the boot. */
-function securityHooks(app: FastifyInstance, operationId: string, requirement: SecurityRequirement[] | undefined): onRequestHookHandler[] {
-  if (requirement === undefined || requirement.length === 0) return [];
-  const [only] = requirement;
-  if (requirement.length === 1 && Object.keys(only!).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only!.bearerAuth!)];
+function securityHooks(app: FastifyInstance, { operationId, security }: OperationFacts): onRequestHookHandler[] {
+  if (security.length === 0) return [];
+  const [only] = security as [SecurityRequirement];
+  if (security.length === 1 && Object.keys(only).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only.bearerAuth!)];
   throw new SpecificationError(
-    `openapi.yaml's operation "${operationId}" requires security ${JSON.stringify(requirement)}, which nothing checks: require bearerAuth there, ` +
+    `openapi.yaml's operation "${operationId}" requires security ${JSON.stringify(security)}, which nothing checks: require bearerAuth there, ` +
       'or implement the scheme in src/security/ and map it in securityHooks (src/contract/routes.ts).',
   );
-}
-
-/** Each operation's security requirements, as openapi.yaml states them (its own, or the default). */
-function securityByOperation(specification: object): Map<string, SecurityRequirement[]> {
-  const document = specification as OpenApiDocument;
-  const security = new Map<string, SecurityRequirement[]>();
-  for (const { operation } of declaredOperations(document)) {
-    if (operation.operationId !== undefined) security.set(operation.operationId, operation.security ?? document.security ?? []);
-  }
-  return security;
 }
 
 // JSON is the only body type the contract accepts, so its schema applies to every body (a POST
@@ -149,13 +130,11 @@ export async function registerOpenapiGlue(app: FastifyInstance, options: Fastify
 
 interface OpenApiDocument {
   paths?: Record<string, Record<string, Operation | unknown>>;
-  security?: SecurityRequirement[];
   components?: { requestBodies?: Record<string, Content>; responses?: Record<string, Content> };
 }
 
 interface Operation {
   operationId?: string;
-  security?: SecurityRequirement[];
   requestBody?: Content;
   responses?: Record<string, Content>;
 }
@@ -165,19 +144,9 @@ interface Content {
   content?: Record<string, unknown>;
 }
 
-const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
-
-/** Every operation under `paths`, with where it is: `GET /plants`. */
-function declaredOperations(document: OpenApiDocument): { where: string; operation: Operation }[] {
-  return Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
-    Object.entries(item ?? {})
-      .filter(([method, operation]) => METHODS.has(method) && typeof operation === 'object' && operation !== null)
-      .map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation: operation as Operation })),
-  );
-}
-
+/** Every operation under `paths` (not the path items' other keys, such as `parameters`). */
 function operationsOf(document: OpenApiDocument): Operation[] {
-  return declaredOperations(document).map(({ operation }) => operation);
+  return Object.values(document.paths ?? {}).flatMap((item) => METHODS.flatMap((method) => (item?.[method] ? [item[method] as Operation] : [])));
 }
 
 /** The object a `#/components/<kind>/<name>` reference names, or the object itself. */

@@ -4,6 +4,7 @@ import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
+import { exactJson } from '../int64.ts';
 import type { OperationHandler } from '../contract/operations.ts';
 import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
 
@@ -103,5 +104,5 @@ export function createDocsHandlers(readText: () => string): {
 async function yamlToJson(text: string): Promise<string> {
   const { parse } = await import('yaml');
   const document: unknown = parse(text, { intAsBigInt: true });
-  return JSON.stringify(document, (_key, value: unknown) => (typeof value === 'bigint' ? JSON.rawJSON(String(value)) : value));
+  return exactJson(document);
 }

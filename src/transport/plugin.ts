@@ -2,7 +2,8 @@
 // read, the answers decided below routing (edges.ts), and compression for the routes built with it.
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { registerCompression } from './compression.ts';
+import type { OperationFacts } from '../contract/operation-facts.ts';
+import { compressionOf, headFramedAsGet, registerCompression } from './compression.ts';
 import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
 import { limitConnections } from './connections.ts';
@@ -14,7 +15,9 @@ declare module 'fastify' {
   interface FastifyInstance {
     lifecycle: Lifecycle;
     /** An operation's handler and route config with its load shedding: its turn, or its exemption. */
-    shedding: (operationId: string, handler: RouteOptions['handler']) => ShedRouteOptions;
+    shedding: (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions;
+    /** An operation's `compress` route option: compression options, or false. */
+    compressionFor: typeof compressionOf;
   }
 }
 
@@ -46,6 +49,9 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   answerTransportEdges(app);
   await registerCompression(app);
   gateCompressedRoutes(app, createCompressionGate(limits.compressions));
+  // After compression's own onRoute hook and the gate's, so that it sees their onSend hooks.
+  app.addHook('onRoute', headFramedAsGet);
+  app.decorate('compressionFor', compressionOf);
   limitConnections(app.server, limits.connections);
   app.decorate('shedding', sheddingFor(limits));
   await registerPressureChecks(app, limits);
