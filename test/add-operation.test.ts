@@ -16,6 +16,9 @@ import { copyRepository, generateTypes, PINNED_NODE, typeCheck, withoutCoverage 
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
 import { markdownFile } from './readme-blocks.ts';
 
+// It type-checks the copy twice and lints, generates, starts and tests it: minutes, not seconds, on a busy machine.
+t.setTimeout(300_000);
+
 const run = promisify(execFile);
 const DOC = 'docs/development.md';
 const SECTION = '## Adding an operation, end to end';
@@ -78,6 +81,13 @@ t.test('the page, followed in a scratch copy, gives a copy that type-checks', as
 
   addTheCode(t, scratch);
   t.equal(await typeCheck(scratch), '', 'the copy type-checks once the page is followed');
+});
+
+t.test('GET /tags gets from its contract what the page says: a token with plants:read, compression, page-read turns', async (t) => {
+  const { deriveOperationFacts } = (await import(join(scratch, 'src/contract/operation-facts.ts'))) as typeof import('../src/contract/operation-facts.ts');
+  const { parseSpecification } = (await import(join(scratch, 'src/spec-path.ts'))) as typeof import('../src/spec-path.ts');
+  const facts = deriveOperationFacts(parseSpecification(readFileSync(join(scratch, 'openapi.yaml'), 'utf8'))).get('listTags');
+  t.same(facts, { operationId: 'listTags', security: [{ bearerAuth: ['plants:read'] }], compressed: true, pageRead: true, answeredUnderPressure: false });
 });
 
 t.test('the copy passes what npm test checks besides the tests: lint of openapi.yaml and of the changed code', async (t) => {
