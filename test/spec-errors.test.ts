@@ -2,31 +2,27 @@
 // of the repository whose openapi.yaml was edited, stops before listening with one line that names the
 // file to change and what to change there, and no stack trace. (An operation without a handler, the
 // first of these a new operation meets, is shown by add-operation.test.ts as its worked example tells it.)
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { parseDocument, type Document } from 'yaml';
-import { failedStartLine, serverEnv } from './harness/process.ts';
-import { copyRepository } from './harness/scratch.ts';
+import { SPEC_PATH } from '../src/spec-path.ts';
+import { failedStartOnSpec } from './harness/process.ts';
 
 const FAILED = 'plant-store failed to start: ';
+const SPEC_TEXT = readFileSync(SPEC_PATH, 'utf8');
 
 /** The line a start prints when the copy's openapi.yaml (its text, or its document) is edited by `edit`. */
-async function startLineAfter(t: Test, edit: { text: (text: string) => string } | { document: (spec: Document) => void }): Promise<string> {
-  const dir = t.testdir();
-  const repo = copyRepository(join(dir, 'repo'), ['openapi.yaml', 'package.json', 'src']);
-  const path = join(repo, 'openapi.yaml');
-  const text = readFileSync(path, 'utf8');
+function startLineAfter(t: Test, edit: { text: (text: string) => string } | { document: (spec: Document) => void }): Promise<string> {
+  let edited: string;
   if ('text' in edit) {
-    const edited = edit.text(text);
-    t.not(edited, text, 'the edit changed openapi.yaml');
-    writeFileSync(path, edited);
+    edited = edit.text(SPEC_TEXT);
   } else {
-    const spec = parseDocument(text);
+    const spec = parseDocument(SPEC_TEXT);
     edit.document(spec);
-    writeFileSync(path, spec.toString());
+    edited = spec.toString();
   }
-  return failedStartLine(t, repo, serverEnv(dir));
+  t.not(edited, SPEC_TEXT, 'the edit changed openapi.yaml');
+  return failedStartOnSpec(t, edited);
 }
 
 t.test('openapi.yaml that is not YAML: where, and what is wrong', async (t) => {
