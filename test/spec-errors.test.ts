@@ -82,3 +82,14 @@ t.test('a plant field openapi.yaml declares and the store does not keep: which, 
       '(docs/development.md, "Adding a field, end to end"), or remove it from openapi.yaml.',
   );
 });
+
+// The OpenAPI check does not look into schemas; Fastify compiles them when it builds the routes.
+t.test('a request schema that is no JSON Schema: which operation, and why', async (t) => {
+  const request = await startLineAfter(t, { document: (spec) => spec.setIn(['components', 'schemas', 'NewWebhook', 'properties', 'url', 'type'], 'strin') });
+  t.equal(request, `${FAILED}openapi.yaml: a request schema of POST /webhooks is not valid JSON Schema (type must be JSONType or JSONType[]: strin); fix it there.`);
+});
+
+t.test('an answer schema that is no JSON Schema', async (t) => {
+  const answer = await startLineAfter(t, { document: (spec) => spec.setIn(['components', 'schemas', 'Health', 'type'], 'objekt') });
+  t.equal(answer, `${FAILED}openapi.yaml: an answer schema of GET /healthz is not valid JSON Schema (schema is invalid: data/type must be equal to one of the allowed values); fix it there.`);
+});
