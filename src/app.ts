@@ -15,7 +15,7 @@ import { loggerOptions } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
 import { createRedaction, type Redact } from './observability/redaction.ts';
-import { requestIds } from './observability/request-id.ts';
+import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
@@ -102,7 +102,11 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     routerOptions: { querystringParser: parseQueryString },
-    frameworkErrors: frameworkErrorHandler,
+    // Answered before any onRequest hook, so the request id is put on here.
+    frameworkErrors: (error, request, reply) => {
+      returnRequestId(request, reply);
+      frameworkErrorHandler(error, request, reply);
+    },
     clientErrorHandler: answerClientError,
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,

@@ -497,6 +497,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -514,7 +518,11 @@ export interface components {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description `Bearer realm="plants", error="insufficient_scope", scope="<the scopes needed>"` */
-                "WWW-Authenticate"?: string;
+                "WWW-Authenticate": string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -535,10 +543,14 @@ export interface components {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds until a retry may succeed */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -556,7 +568,11 @@ export interface components {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description `Bearer realm="plants"`, with `error="invalid_token"` for an unknown token */
-                "WWW-Authenticate"?: string;
+                "WWW-Authenticate": string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -576,6 +592,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -595,6 +615,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -614,6 +638,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -633,6 +661,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -652,6 +684,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -670,6 +706,10 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -691,7 +731,11 @@ export interface components {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds to wait before retrying */
-                "Retry-After"?: number;
+                "Retry-After": number;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -715,10 +759,14 @@ export interface components {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
                 /** @description Seconds to wait before retrying */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -735,6 +783,10 @@ export interface components {
         RequestTimeout: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -750,6 +802,10 @@ export interface components {
         /** @description The request's `Expect` header asks for something other than `100-continue`, which is the only expectation this service meets */
         ExpectationFailed: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -766,6 +822,7 @@ export interface components {
         HeaderFieldsTooLarge: {
             headers: {
                 Connection: components["headers"]["ConnectionClose"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -781,6 +838,10 @@ export interface components {
         /** @description The service is up */
         Health: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                Vary: components["headers"]["VaryOrigin"];
                 [name: string]: unknown;
             };
             content: {
@@ -842,10 +903,39 @@ export interface components {
          */
         "Content-Encoding": "br" | "gzip";
         /**
-         * @description `accept-encoding` on a compressed answer, and on every 200 and 304 of `/openapi.json` and
-         *     `/openapi.yaml`: the body depends on the request's `Accept-Encoding`
+         * @description `accept-encoding` on a compressed answer (the body depends on the request's
+         *     `Accept-Encoding`), and `Origin` on every answer while `CORS_ORIGINS` is set (the
+         *     `Access-Control-*` headers depend on the request's `Origin`); absent when neither holds
          */
         Vary: string;
+        /**
+         * @description `accept-encoding`: the body depends on the request's `Accept-Encoding`; and `Origin` too
+         *     while `CORS_ORIGINS` is set
+         */
+        DocumentVary: string;
+        /**
+         * @description `Origin` on every answer while `CORS_ORIGINS` is set: the `Access-Control-*` headers depend
+         *     on the request's `Origin`; absent without `CORS_ORIGINS`
+         */
+        VaryOrigin: string;
+        /**
+         * @description The request's own `X-Request-Id` when it sent a plain one (up to 128 letters, digits, `.`,
+         *     `_` or `-`, holding no API token), or a new one: a request that could not be parsed as
+         *     HTTP gets a new one. Logs name requests by it
+         */
+        "X-Request-Id": string;
+        /**
+         * @description The request's `Origin`, when it is one of the service's `CORS_ORIGINS`: the browser lets
+         *     that page read the answer. Absent for any other origin, for a request without `Origin`,
+         *     and without `CORS_ORIGINS`
+         */
+        "Access-Control-Allow-Origin": string;
+        /**
+         * @description With `Access-Control-Allow-Origin`: the answer headers the page may read beyond the
+         *     safelisted ones, `ETag, Link, Retry-After, WWW-Authenticate, X-Request-Id,
+         *     X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset`
+         */
+        "Access-Control-Expose-Headers": string;
         /**
          * @description `close` when the connection closes after this answer: the request's body was not read
          *     (see "Unread bodies" above), the request could not be parsed, or the instance is
@@ -888,6 +978,9 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -945,6 +1038,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -967,6 +1064,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1013,6 +1114,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1033,6 +1138,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1085,6 +1194,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1137,6 +1250,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1179,6 +1296,9 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1236,6 +1356,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1268,6 +1392,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1310,6 +1438,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1354,6 +1486,9 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1406,6 +1541,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1459,6 +1598,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1525,6 +1668,10 @@ export interface operations {
             /** @description The store does not answer, or cannot write (say, its disk is full), or the instance received SIGTERM */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    Vary: components["headers"]["VaryOrigin"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1553,6 +1700,9 @@ export interface operations {
                 headers: {
                     "Content-Encoding": components["headers"]["Content-Encoding"];
                     Vary: components["headers"]["Vary"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1592,7 +1742,10 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["DocumentETag"];
                     "Content-Encoding": components["headers"]["Content-Encoding"];
-                    Vary: components["headers"]["Vary"];
+                    Vary: components["headers"]["DocumentVary"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1612,7 +1765,10 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["DocumentETag"];
-                    Vary: components["headers"]["Vary"];
+                    Vary: components["headers"]["DocumentVary"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1645,7 +1801,10 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["DocumentETag"];
                     "Content-Encoding": components["headers"]["Content-Encoding"];
-                    Vary: components["headers"]["Vary"];
+                    Vary: components["headers"]["DocumentVary"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1662,7 +1821,10 @@ export interface operations {
             304: {
                 headers: {
                     ETag: components["headers"]["DocumentETag"];
-                    Vary: components["headers"]["Vary"];
+                    Vary: components["headers"]["DocumentVary"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
                     [name: string]: unknown;
                 };
                 content?: never;
