@@ -5,6 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
+import type { ServiceHandlers } from './contract/operations.ts';
 import routes from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
@@ -78,17 +79,16 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
   await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
-  await app.register(routes, {
-    specification,
-    handlers: {
-      // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
-      ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
-      ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
-      ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
-      ...createDocsHandlers(readSpecificationText),
-      getMetrics: createMetricsHandler(app.observability.metrics),
-    },
-  });
+  // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
+  const handlers: ServiceHandlers = {
+    // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
+    ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
+    ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
+    ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
+    ...createDocsHandlers(readSpecificationText),
+    getMetrics: createMetricsHandler(app.observability.metrics),
+  };
+  await app.register(routes, { specification, handlers });
   return app;
 }
 

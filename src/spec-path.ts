@@ -2,7 +2,7 @@
 // small entry points need not load the app.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { LineCounter, parse, YAMLParseError } from 'yaml';
 
 export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
 
@@ -16,15 +16,38 @@ export function readSpecificationText(): string {
 }
 
 /**
+ * openapi.yaml cannot be read as a contract, or it and the code disagree: the message is one line that
+ * names the file to change and what to change, which the start prints without a stack trace.
+ */
+export class SpecificationError extends Error {}
+
+/**
  * openapi.yaml as an object, parsed on first use; an integer a double cannot hold (an int64 example
  * above 2^53) is a bigint, every digit kept. Shared: callers that change it must copy it first.
  */
 export function readSpecification(): Record<string, unknown> {
-  specification ??= parseExact(readSpecificationText()) as Record<string, unknown>;
+  specification ??= parseSpecification(readSpecificationText());
   return specification;
 }
 
-/** YAML with every integer read exactly: a number where a double holds it, a bigint beyond. */
-export function parseExact(yaml: string): unknown {
-  return parse(yaml, (_key, value) => (typeof value === 'bigint' && Number.isSafeInteger(Number(value)) ? Number(value) : value), { intAsBigInt: true });
+/** A copy of the parsed contract for tools that work through JSON (which throws on a bigint): an int64 example as a double. */
+export function withNumbers(value: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? Number(item) : item))) as Record<string, unknown>;
 }
+
+/**
+ * The text of openapi.yaml as an object, as readSpecification reads it: each integer a number where a
+ * double holds it, a bigint beyond. Text that is no YAML is a SpecificationError.
+ */
+export function parseSpecification(text: string): Record<string, unknown> {
+  const lineCounter = new LineCounter();
+  try {
+    return parse(text, exactIntegers, { intAsBigInt: true, prettyErrors: false, lineCounter }) as Record<string, unknown>;
+  } catch (error) {
+    if (!(error instanceof YAMLParseError)) throw error;
+    const { line, col } = lineCounter.linePos(error.pos[0]);
+    throw new SpecificationError(`openapi.yaml is not valid YAML: ${error.message} at line ${line}, column ${col}; fix it there.`, { cause: error });
+  }
+}
+
+const exactIntegers = (_key: unknown, value: unknown) => (typeof value === 'bigint' && Number.isSafeInteger(Number(value)) ? Number(value) : value);

@@ -5,7 +5,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
 import { exactJson } from '../int64.ts';
-import { parseExact } from '../spec-path.ts';
+import { parseSpecification } from '../spec-path.ts';
 import type { OperationHandler } from '../contract/operations.ts';
 import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
 
@@ -90,7 +90,7 @@ export function createDocsHandlers(readText: () => string): {
   let yaml: Promise<StoredAnswer> | undefined;
   return {
     async getOpenApiJson(request, reply) {
-      json ??= storeAnswer('application/json; charset=utf-8', exactJson(parseExact(readText())));
+      json ??= storeAnswer('application/json; charset=utf-8', exactJson(parseSpecification(readText())));
       return sendStored(request, reply, await json);
     },
     async getOpenApiYaml(request, reply) {
