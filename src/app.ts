@@ -22,7 +22,7 @@ import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
-import transport, { DEFAULT_LIMITS } from './transport/plugin.ts';
+import transport from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
@@ -34,8 +34,8 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing' | 'docsPersistAuthorization'
-  > & { limits?: Config['limits'] };
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'limits' | 'tracing' | 'docsPersistAuthorization'
+  >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -60,7 +60,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     authFailuresPerMinute: config.authFailuresPerMinute,
     rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
   });
-  await app.register(transport, { limits: config.limits ?? DEFAULT_LIMITS });
+  await app.register(transport, { limits: config.limits });
 
   const dispatcher = new WebhookDispatcher({
     store,
@@ -77,7 +77,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
+  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization });
   await app.register(routes, {
     specification,
     handlers: {

@@ -2,7 +2,7 @@
 // Started through entry.js, which turns on Node's compile cache first.
 import { buildApp } from './app.ts';
 import { readSpecification } from './spec-path.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
 import { ContradictoryContractError } from './contract/operation-facts.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields, UnkeptPlantFieldError } from './store/plant-fields.ts';
@@ -14,9 +14,7 @@ async function main(): Promise<void> {
   // Before the store opens: a contract the store cannot keep must not migrate the database either.
   checkPlantFields(readSpecification());
   const store = await openStore(config.databaseUrl, {
-    poolSize: config.databasePoolSize,
-    startupTimeoutMs: config.databaseStartupMs,
-    queryTimeoutMs: config.databaseQueryMs,
+    ...storeOptions(config),
     onConnectionError: reportConnectionError,
     onLockWait: reportLockWait,
   });

@@ -170,6 +170,17 @@ t.test('a bad PORT says what PORT takes, with an example', async (t) => {
   );
 });
 
+t.test('every bad variable is named in the one line, whatever reads it', async (t) => {
+  const { message } = configError({ PORT: 'abc', TRUST_PROXY: 'yes', WEBHOOK_TIMEOUT: '10', REDIS_URL: 'localhost:6379' });
+  t.equal(
+    message,
+    'Invalid configuration: PORT takes a whole number from 0 to 65535, e.g. PORT=3000; ' +
+      'REDIS_URL must be a redis:// or rediss:// URL, such as redis://localhost:6379; ' +
+      'TRUST_PROXY takes false, true, a hop count, or comma-separated proxy addresses and CIDRs (e.g. 10.0.0.0/8,loopback); ' +
+      'WEBHOOK_TIMEOUT takes a duration such as 250ms, 5s, 5m, 2h or 1d',
+  );
+});
+
 t.test('LOG_LEVEL names its allowed values', async (t) => {
   t.equal(configError({ LOG_LEVEL: 'loud' }).message, 'Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace or silent');
 });
