@@ -39,7 +39,7 @@ function OneOf<T extends string>(values: readonly T[], options: { default?: T; d
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const TRACES_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+const TRACES_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
 
 export const ENVIRONMENT = Type.Object({
   HOST: Type.String({ default: '127.0.0.1', description: 'the interface to listen on' }),
@@ -77,12 +77,11 @@ export const ENVIRONMENT = Type.Object({
   OTEL_SDK_DISABLED: Type.Boolean({ default: false, description: 'true: no traces, whatever the endpoint' }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Parsed('httpUrl', { description: 'the OTLP collector; set (or the next), traces are on' })),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Parsed('httpUrl', { description: 'the full traces URL, instead of the base above' })),
+  // The SDK reads these itself; declared so that a value it would only warn about stops the start.
   OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OneOf(['http/json'], { description: 'spans are sent as OTLP/HTTP JSON' })),
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(OneOf(['http/json'], { description: 'spans are sent as OTLP/HTTP JSON' })),
-  OTEL_SERVICE_NAME: Type.String({ default: 'plant-store', description: 'service.name of the spans' }),
-  OTEL_TRACES_SAMPLER: OneOf(TRACES_SAMPLERS, { default: 'parentbased_always_on', description: 'which traces are sampled' }),
-  OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers; 1 when unset' })),
-  OTEL_BSP_SCHEDULE_DELAY: Type.Integer({ minimum: 0, default: 5000, description: 'milliseconds finished spans wait to be sent in one batch' }),
+  OTEL_TRACES_SAMPLER: Type.Optional(OneOf(TRACES_SAMPLERS, { description: 'which traces are sampled' })),
+  OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers' })),
 });
 
 // Replaces the text with what its parser reads, as env-schema's own `separator` keyword does for lists.
@@ -141,26 +140,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
-    // Off unless an OTLP endpoint is set (and OTEL_SDK_DISABLED is not true), as the OpenTelemetry SDKs do.
-    ...(!raw.OTEL_SDK_DISABLED && tracesUrl(raw) !== undefined && {
-      tracing: {
-        tracesUrl: tracesUrl(raw)!,
-        serviceName: raw.OTEL_SERVICE_NAME,
-        sampler: raw.OTEL_TRACES_SAMPLER,
-        samplerRatio: raw.OTEL_TRACES_SAMPLER_ARG ?? 1,
-        batchDelayMs: raw.OTEL_BSP_SCHEDULE_DELAY,
-        dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const),
-      },
+    // Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
+    ...(!raw.OTEL_SDK_DISABLED && (raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_ENDPOINT) !== undefined && {
+      tracing: { dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const) },
     }),
   };
-}
-
-export type TracingConfig = NonNullable<Config['tracing']>;
-
-// The signal-specific variable is the whole URL; the general one is a base to which /v1/traces is added (OTLP spec).
-function tracesUrl(raw: Static<typeof ENVIRONMENT>): string | undefined {
-  const base = raw.OTEL_EXPORTER_OTLP_ENDPOINT;
-  return raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base.replace(/\/+$/, '')}/v1/traces`);
 }
 
 /** What the store is opened with: DATABASE_POOL_SIZE, DATABASE_STARTUP_TIMEOUT and DATABASE_QUERY_TIMEOUT. */
