@@ -1,9 +1,9 @@
 // Environment -> typed, validated configuration. Each variable is declared once, in ENVIRONMENT: its type,
 // default and meaning. env-schema checks and fills it in; a bad value stops the start with one line.
 import { isIP } from 'node:net';
-import { Type, type Static } from '@sinclair/typebox';
 import type { ErrorObject, KeywordDefinition } from 'ajv';
 import envSchema from 'env-schema';
+import type { ExtendedJSONSchema, FromExtendedSchema } from 'json-schema-to-ts';
 import { parseDuration } from './duration.ts';
 
 export class ConfigError extends Error {}
@@ -28,61 +28,57 @@ const PARSERS = {
   },
   redisUrl: { read: (text: string) => (/^rediss?:\/\//.test(text) ? text : undefined), takes: 'must be a redis:// or rediss:// URL, such as redis://localhost:6379' },
 };
-
-/** A variable read by one of PARSERS, typed as what that parser returns. */
-function Parsed<P extends keyof typeof PARSERS>(parse: P, options: { default?: string; description: string }) {
-  return Type.Unsafe<NonNullable<ReturnType<(typeof PARSERS)[P]['read']>>>({ type: 'string', parse, ...options });
-}
-
-function OneOf<T extends string>(values: readonly T[], options: { default?: T; description: string }) {
-  return Type.Unsafe<T>({ type: 'string', enum: values, ...options });
-}
+type Parser = keyof typeof PARSERS;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const TRACES_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+const TRACES_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
-export const ENVIRONMENT = Type.Object({
-  HOST: Type.String({ default: '127.0.0.1', description: 'the interface to listen on' }),
-  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'the TCP port to listen on' }),
-  DATABASE_URL: Type.String({ default: 'sqlite:./data/plants.db', description: 'sqlite:<path> or postgres://user:password@host:5432/database' }),
-  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'connections each instance keeps to PostgreSQL' }),
-  DATABASE_STARTUP_TIMEOUT: Parsed('duration', { default: '20s', description: 'how long a start keeps retrying an unreachable PostgreSQL' }),
-  DATABASE_QUERY_TIMEOUT: Parsed('deadline', { default: '5s', description: 'the longest one wait on PostgreSQL (a connection, an answer) lasts; then 503' }),
-  API_TOKENS: Parsed('tokens', { default: '', description: 'static bearer tokens, with every scope' }),
-  LOG_LEVEL: OneOf(LOG_LEVELS, { default: 'info', description: 'the pino log level' }),
-  RATE_LIMIT_PER_MINUTE: Type.Optional(Type.Integer({ minimum: 1, description: 'requests per minute per token; unset: no limit' })),
-  REDIS_URL: Type.Optional(Parsed('redisUrl', { description: 'where instances share the rate-limit budget' })),
-  AUTH_FAILURES_PER_MINUTE: Type.Integer({ minimum: 0, default: 100, description: 'failed authentications per minute per address before 429; 0: no limit' }),
-  TRUST_PROXY: Parsed('trustProxy', { default: 'false', description: "Fastify's trustProxy: whose X-Forwarded-For gives the client address" }),
-  CORS_ORIGINS: Parsed('origins', { default: '', description: 'origins whose pages may call the API from a browser; empty: none' }),
-  DOCS_PERSIST_AUTHORIZATION: Type.Boolean({ default: false, description: "Swagger UI keeps the token given to Authorize in the browser's localStorage" }),
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Boolean({ default: false, description: 'webhook targets may be loopback, private or link-local addresses' }),
-  WEBHOOK_RETRY_SCHEDULE: Parsed('schedule', { default: '5s,5m,30m,2h,5h,10h,14h,20h,24h', description: 'delays between delivery attempts' }),
-  WEBHOOK_TIMEOUT: Parsed('duration', { default: '10s', description: 'the time limit of one delivery attempt' }),
-  WEBHOOK_RETENTION: Parsed('duration', { default: '1h', description: 'how long delivered deliveries stay listed before they are pruned' }),
-  // Bounded so that the limit stays a 32-bit integer, as the statement that checks it casts it.
-  WEBHOOK_SUBSCRIPTIONS_MAX: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'the most subscriptions the store holds; past it, 409' }),
-  REQUEST_TIMEOUT: Parsed('duration', { default: '30s', description: 'a whole request, headers and body, must arrive within this' }),
-  HEADERS_TIMEOUT: Parsed('duration', { default: '10s', description: 'the headers must arrive within this: cuts off slow-loris clients' }),
-  KEEP_ALIVE_TIMEOUT: Parsed('duration', { default: '65s', description: 'an idle keep-alive connection is closed after this' }),
-  SHUTDOWN_DELAY: Parsed('duration', { default: '5s', description: 'on SIGTERM, how long readiness fails while serving goes on' }),
-  SHUTDOWN_TIMEOUT: Parsed('duration', { default: '10s', description: 'a stop not finished by then (after SHUTDOWN_DELAY) exits 1' }),
-  REDIS_TIMEOUT: Parsed('duration', { default: '100ms', description: 'the longest a request waits for Redis; then it is served unlimited' }),
-  COMPRESSION_CONCURRENCY: Type.Integer({ minimum: 0, maximum: 1000, default: 4, description: 'answers over 64 KiB compressed at once; 0: none' }),
-  MAX_CONNECTIONS: Type.Integer({ minimum: 2, default: 1000, description: 'open connections; past it the one idle the longest is closed' }),
-  PAGE_READS_AT_ONCE: Type.Integer({ minimum: 0, maximum: 1000, default: 4, description: 'list reads worked on at once; 0: no turns' }),
-  PAGE_READS_QUEUED: Type.Integer({ minimum: 1, default: 64, description: 'list reads that may wait for a turn; past it, 503' }),
-  MAX_EVENT_LOOP_DELAY: Parsed('duration', { default: '500ms', description: 'mean event-loop delay past which requests get 503; 0s: not checked' }),
-  MAX_HEAP_USED_PERCENT: Type.Integer({ minimum: 0, maximum: 100, default: 90, description: "heap used, in percent of V8's limit, past which requests get 503" }),
-  OTEL_SDK_DISABLED: Type.Boolean({ default: false, description: 'true: no traces, whatever the endpoint' }),
-  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Parsed('httpUrl', { description: 'the OTLP collector; set (or the next), traces are on' })),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Parsed('httpUrl', { description: 'the full traces URL, instead of the base above' })),
-  // The SDK reads these itself; declared so that a value it would only warn about stops the start.
-  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OneOf(['http/json'], { description: 'spans are sent as OTLP/HTTP JSON' })),
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(OneOf(['http/json'], { description: 'spans are sent as OTLP/HTTP JSON' })),
-  OTEL_TRACES_SAMPLER: Type.Optional(OneOf(TRACES_SAMPLERS, { description: 'which traces are sampled' })),
-  OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers' })),
-});
+export const ENVIRONMENT = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    HOST: { type: 'string', default: '127.0.0.1', description: 'the interface to listen on' },
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'the TCP port to listen on' },
+    DATABASE_URL: { type: 'string', default: 'sqlite:./data/plants.db', description: 'sqlite:<path> or postgres://user:password@host:5432/database' },
+    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10, description: 'connections each instance keeps to PostgreSQL' },
+    DATABASE_STARTUP_TIMEOUT: { type: 'string', parse: 'duration', default: '20s', description: 'how long a start keeps retrying an unreachable PostgreSQL' },
+    DATABASE_QUERY_TIMEOUT: { type: 'string', parse: 'deadline', default: '5s', description: 'the longest one wait on PostgreSQL (a connection, an answer) lasts; then 503' },
+    API_TOKENS: { type: 'string', parse: 'tokens', default: '', description: 'static bearer tokens, with every scope' },
+    LOG_LEVEL: { type: 'string', enum: LOG_LEVELS, default: 'info', description: 'the pino log level' },
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, description: 'requests per minute per token; unset: no limit' },
+    REDIS_URL: { type: 'string', parse: 'redisUrl', description: 'where instances share the rate-limit budget' },
+    AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100, description: 'failed authentications per minute per address before 429; 0: no limit' },
+    TRUST_PROXY: { type: 'string', parse: 'trustProxy', default: 'false', description: "Fastify's trustProxy: whose X-Forwarded-For gives the client address" },
+    CORS_ORIGINS: { type: 'string', parse: 'origins', default: '', description: 'origins whose pages may call the API from a browser; empty: none' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'boolean', default: false, description: "Swagger UI keeps the token given to Authorize in the browser's localStorage" },
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false, description: 'webhook targets may be loopback, private or link-local addresses' },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', parse: 'schedule', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h', description: 'delays between delivery attempts' },
+    WEBHOOK_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'the time limit of one delivery attempt' },
+    WEBHOOK_RETENTION: { type: 'string', parse: 'duration', default: '1h', description: 'how long delivered deliveries stay listed before they are pruned' },
+    // Bounded so that the limit stays a 32-bit integer, as the statement that checks it casts it.
+    WEBHOOK_SUBSCRIPTIONS_MAX: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 100, description: 'the most subscriptions the store holds; past it, 409' },
+    REQUEST_TIMEOUT: { type: 'string', parse: 'duration', default: '30s', description: 'a whole request, headers and body, must arrive within this' },
+    HEADERS_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'the headers must arrive within this: cuts off slow-loris clients' },
+    KEEP_ALIVE_TIMEOUT: { type: 'string', parse: 'duration', default: '65s', description: 'an idle keep-alive connection is closed after this' },
+    SHUTDOWN_DELAY: { type: 'string', parse: 'duration', default: '5s', description: 'on SIGTERM, how long readiness fails while serving goes on' },
+    SHUTDOWN_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'a stop not finished by then (after SHUTDOWN_DELAY) exits 1' },
+    REDIS_TIMEOUT: { type: 'string', parse: 'duration', default: '100ms', description: 'the longest a request waits for Redis; then it is served unlimited' },
+    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'answers over 64 KiB compressed at once; 0: none' },
+    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000, description: 'open connections; past it the one idle the longest is closed' },
+    PAGE_READS_AT_ONCE: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'list reads worked on at once; 0: no turns' },
+    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, default: 64, description: 'list reads that may wait for a turn; past it, 503' },
+    MAX_EVENT_LOOP_DELAY: { type: 'string', parse: 'duration', default: '500ms', description: 'mean event-loop delay past which requests get 503; 0s: not checked' },
+    MAX_HEAP_USED_PERCENT: { type: 'integer', minimum: 0, maximum: 100, default: 90, description: "heap used, in percent of V8's limit, past which requests get 503" },
+    OTEL_SDK_DISABLED: { type: 'boolean', default: false, description: 'true: no traces, whatever the endpoint' },
+    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the OTLP collector; set (or the next), traces are on' },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the full traces URL, instead of the base above' },
+    // The SDK reads these itself; declared so that a value it would only warn about stops the start.
+    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_TRACES_SAMPLER: { type: 'string', enum: TRACES_SAMPLERS, description: 'which traces are sampled' },
+    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers' },
+  },
+} as const satisfies ExtendedJSONSchema<{ parse: Parser }>;
 
 // Replaces the text with what its parser reads, as env-schema's own `separator` keyword does for lists.
 const parseKeyword: KeywordDefinition = {
@@ -90,12 +86,19 @@ const parseKeyword: KeywordDefinition = {
   type: 'string',
   modifying: true,
   errors: false,
-  compile: (parser: keyof typeof PARSERS) => (text: string, place) => {
+  compile: (parser: Parser) => (text: string, place) => {
     const value = PARSERS[parser].read(text);
     if (value !== undefined && place) place.parentData[place.parentDataProperty] = value;
     return value !== undefined;
   },
 };
+
+/** A variable declared with `parse: P` is typed as what that parser reads. */
+type Reads<P extends Parser> = { pattern: { parse: P }; output: NonNullable<ReturnType<(typeof PARSERS)[P]['read']>> };
+/** Each variable as env-schema leaves it: defaults filled in, parsed ones read. */
+type Environment = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
+  deserialize: [Reads<'duration'>, Reads<'deadline'>, Reads<'schedule'>, Reads<'tokens'>, Reads<'origins'>, Reads<'trustProxy'>];
+}>;
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -152,11 +155,11 @@ export function storeOptions(config: Config) {
   return { poolSize: config.databasePoolSize, startupTimeoutMs: config.databaseStartupMs, queryTimeoutMs: config.databaseQueryMs };
 }
 
-function validated(env: NodeJS.ProcessEnv): Static<typeof ENVIRONMENT> {
+function validated(env: NodeJS.ProcessEnv): Environment {
   // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
   const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
   try {
-    return envSchema<Static<typeof ENVIRONMENT>>({ schema: ENVIRONMENT, data, env: false, ajv: { customOptions: (ajv) => ajv.addKeyword(parseKeyword) } });
+    return envSchema<Environment>({ schema: ENVIRONMENT, data, env: false, ajv: { customOptions: (ajv) => ajv.addKeyword(parseKeyword) } });
   } catch (error) {
     const { errors } = error as { errors?: ErrorObject[] };
     if (errors === undefined) throw error;
@@ -164,7 +167,7 @@ function validated(env: NodeJS.ProcessEnv): Static<typeof ENVIRONMENT> {
   }
 }
 
-type Declaration = { type?: string; enum?: readonly string[]; parse?: keyof typeof PARSERS; minimum?: number; maximum?: number; default?: unknown };
+type Declaration = { type?: string; enum?: readonly string[]; parse?: Parser; minimum?: number; maximum?: number; default?: unknown };
 
 // Ajv says "/PORT must be <= 65535"; an operator needs the variable and what it takes, which its declaration says.
 function expected(variable: string): string {

@@ -98,7 +98,8 @@ t.test('README.md is a front door: short, the two commands, a link to every page
 
 /** The variables src/config.ts validates, with their defaults (undefined: none), read from its schema. */
 function configVariables(): Map<string, string | undefined> {
-  return new Map(Object.entries(ENVIRONMENT.properties).map(([name, declared]) => [name, declared.default === undefined ? undefined : String(declared.default)]));
+  const declarations: [string, Record<string, unknown>][] = Object.entries(ENVIRONMENT.properties);
+  return new Map(declarations.map(([name, declared]) => [name, declared.default === undefined ? undefined : String(declared.default)]));
 }
 
 /** README's configuration table: each variable it names, with the text of its Default cell. */
