@@ -5,6 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
+import type { ServiceHandlers } from './contract/operations.ts';
 import routes from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
@@ -14,7 +15,7 @@ import { loggerOptions } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
 import { createRedaction, type Redact } from './observability/redaction.ts';
-import { requestIds } from './observability/request-id.ts';
+import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
@@ -78,17 +79,16 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
   await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization });
-  await app.register(routes, {
-    specification,
-    handlers: {
-      // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
-      ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
-      ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
-      ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
-      ...createDocsHandlers(readSpecificationText),
-      getMetrics: createMetricsHandler(app.observability.metrics),
-    },
-  });
+  // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
+  const handlers: ServiceHandlers = {
+    // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
+    ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
+    ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
+    ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
+    ...createDocsHandlers(readSpecificationText),
+    getMetrics: createMetricsHandler(app.observability.metrics),
+  };
+  await app.register(routes, { specification, handlers });
   return app;
 }
 
@@ -102,7 +102,11 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     routerOptions: { querystringParser: parseQueryString },
-    frameworkErrors: frameworkErrorHandler,
+    // Answered before any onRequest hook, so the request id is put on here.
+    frameworkErrors: (error, request, reply) => {
+      returnRequestId(request, reply);
+      frameworkErrorHandler(error, request, reply);
+    },
     clientErrorHandler: answerClientError,
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,

@@ -6,14 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { contractProblems } from './contract.ts';
-import { AUTH, build } from './helper.ts';
+import { AUTH, build, TEST_ORIGIN } from './helper.ts';
 import { loadConfig } from '../src/config.ts';
 
 const PAGE = '/plants?limit=1000';
 
 function get(port: number, encoding: string): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ port, host: '127.0.0.1', path: PAGE, agent: false, headers: { ...AUTH, 'accept-encoding': encoding } }, resolve);
+    const outgoing = httpRequest({ port, host: '127.0.0.1', path: PAGE, agent: false, headers: { ...AUTH, origin: TEST_ORIGIN, 'accept-encoding': encoding } }, resolve);
     outgoing.on('error', reject);
     outgoing.end();
   });
@@ -48,6 +48,7 @@ t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and t
   const over = await get(port, 'gzip, br');
   t.equal(over.headers['content-encoding'], undefined, 'past the limit the answer is sent uncompressed');
   t.match(over.headers.vary, /accept-encoding/i, 'and still says it varies with Accept-Encoding');
+  t.match(over.headers.vary, /\borigin\b/i, 'and with Origin (CORS_ORIGINS is set): Accept-Encoding is added, not put in its place');
   const overBody = await body(over);
   t.equal(overBody, plain, 'whole');
   t.same(contractProblems('GET', PAGE, { statusCode: over.statusCode!, headers: over.headers, body: overBody }), []);

@@ -14,7 +14,7 @@ import { renderInt64Fields, SPEC_URL } from '../contract/openapi-types.ts';
 import { INT64_FIELDS } from '../packages/client/src/int64-fields.ts';
 import { ContradictoryContractError, deriveOperationFacts, type OperationFacts } from '../src/contract/operation-facts.ts';
 import { REPO_ROOT } from './harness/paths.ts';
-import { runToExit, serverEnv, startServer, type RunningServer } from './harness/process.ts';
+import { failedStartOnSpec, serverEnv, startServer, type RunningServer } from './harness/process.ts';
 import { copyRepository } from './harness/scratch.ts';
 import { spec } from './contract.ts';
 
@@ -129,18 +129,8 @@ t.test('an int64 field added to a response schema is sent exact, and the regener
 });
 
 /** Boots a copy of the repository on openapi.yaml after `edit`; answers what it printed on stderr, once it checked it was one line. */
-async function bootLine(t: Test, edit: Edit): Promise<string> {
-  // t.testdir() empties the directory when called again in the same test: called once.
-  const base = t.testdir();
-  const dir = copyRepository(join(base, 'repo'), ['openapi.yaml', 'package.json', 'src']);
-  writeFileSync(join(dir, 'openapi.yaml'), editedSpec(edit));
-  const result = await runToExit(t, serverEnv(base), { command: [process.execPath, join(dir, 'src/entry.js')] });
-  const stderr = result.stderr.trimEnd();
-  t.equal(result.code, 1, 'exits 1');
-  t.notMatch(result.stdout, /Server listening/, 'never listened');
-  t.equal(stderr.split('\n').length, 1, `one line:\n${stderr}`);
-  t.notMatch(stderr, /^\s+at /m, 'no stack trace');
-  return stderr;
+function bootLine(t: Test, edit: Edit): Promise<string> {
+  return failedStartOnSpec(t, editedSpec(edit));
 }
 
 t.test('a contract that contradicts itself stops the start with one line naming the operation and what to change', async (t) => {

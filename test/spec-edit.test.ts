@@ -1,18 +1,15 @@
 // A field added to Plant in openapi.yaml reaches the compiler: after `npm run generate`, the type check
 // fails at each file that must store the field, naming it, instead of the field being dropped in silence.
 // Shown in a scratch copy of the repository (its node_modules linked, not copied).
-import { execFile } from 'node:child_process';
 import { hash } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parse, parseDocument } from 'yaml';
-import { REPO_ROOT } from './harness/paths.ts';
+import { copyRepository, generateTypes, typeCheck } from './harness/scratch.ts';
 import { docBlock } from './readme-blocks.ts';
 
-const run = promisify(execFile);
 const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'src', 'scripts', 'test', 'contract'];
 /** The files that list a plant's fields one by one: the store's columns and their migrations. */
 const MUST_CHANGE = ['src/store/plant-fields.ts', 'src/store/migrations.ts'];
@@ -20,31 +17,14 @@ const MUST_CHANGE = ['src/store/plant-fields.ts', 'src/store/migrations.ts'];
 async function scratchCopy(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'spec-edit-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  for (const entry of COPIED) await cp(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
-  await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  return dir;
+  return copyRepository(dir, COPIED);
 }
 
 /** `npm run generate` then `npm run typecheck`, in the copy, with the repository's pinned Node. */
 async function generateAndTypecheck(dir: string): Promise<{ ok: boolean; output: string }> {
-  const node = join(REPO_ROOT, 'node_modules', 'node', 'bin', 'node');
-  await run(node, ['scripts/generate.ts'], { cwd: dir });
-  try {
-    await run(node, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--pretty', 'false'], { cwd: dir, env: withoutCoverage(), maxBuffer: 16 << 20 });
-    return { ok: true, output: '' };
-  } catch (error) {
-    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-    return { ok: false, output: stdout + stderr };
-  }
-}
-
-/**
- * tsc without the coverage tap's processinfo starts in every child process (it re-adds its loader to any
- * environment): the compiler is no part of what is tested, node_modules is left out of the coverage
- * report anyway, and precise coverage of the compiler doubled its time.
- */
-function withoutCoverage(): NodeJS.ProcessEnv {
-  return { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' };
+  await generateTypes(dir);
+  const output = await typeCheck(dir);
+  return { ok: output === '', output };
 }
 
 /** Step 1 of docs/development.md "Adding a field, end to end": `price` and `stock` added to Plant, which NewPlant and StoredPlant include. */

@@ -3,6 +3,7 @@
 // whether it is answered under pressure), and the JSON fields the client reads as bigint. Each comes
 // from what the contract already states; where OpenAPI has no word, from one `x-` extension on the
 // operation. The rules are listed in docs/architecture.md, "What an operation gets from openapi.yaml".
+import { SpecificationError } from '../spec-path.ts';
 
 /** OpenAPI's security requirement: each scheme's name with the scopes it needs. */
 export type SecurityRequirement = Record<string, string[]>;
@@ -23,20 +24,36 @@ export interface OperationFacts {
 export const ANSWERED_UNDER_PRESSURE = 'x-answered-under-pressure';
 
 /** openapi.yaml states things that cannot all hold; the message, one line, names where and what to change. */
-export class ContradictoryContractError extends Error {}
+export class ContradictoryContractError extends SpecificationError {}
 
 type Node = Record<string, unknown>;
 
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+/** The keys of a path item that are operations. */
+export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-/** The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId. */
+/**
+ * The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId,
+ * which names its handler: an operation without one, or an operationId given twice, is refused.
+ */
 export function deriveOperationFacts(specification: object): Map<string, OperationFacts> {
   const document = specification as Node;
   const facts = new Map<string, OperationFacts>();
-  for (const pathItem of Object.values(objectAt(document, 'paths'))) {
-    for (const method of METHODS) {
+  const declaredAt = new Map<string, string>();
+  for (const [path, pathItem] of Object.entries(objectAt(document, 'paths'))) {
+    for (const method of METHODS.filter((name) => name in objectAt(pathItem))) {
       const operation = objectAt(pathItem, method);
-      if (typeof operation.operationId === 'string') facts.set(operation.operationId, factsOf(document, objectAt(pathItem), operation));
+      const where = `${method.toUpperCase()} ${path}`;
+      const { operationId } = operation;
+      if (typeof operationId !== 'string') {
+        throw new SpecificationError(`openapi.yaml's ${where} has no operationId: give it one, the name of the handler that serves it.`);
+      }
+      if (declaredAt.has(operationId)) {
+        throw new SpecificationError(
+          `openapi.yaml names both ${declaredAt.get(operationId)} and ${where} "${operationId}": give each its own operationId, the name of the handler that serves it.`,
+        );
+      }
+      declaredAt.set(operationId, where);
+      facts.set(operationId, factsOf(document, objectAt(pathItem), operation));
     }
   }
   return facts;

@@ -12,7 +12,8 @@
 import { errorCodes, type FastifyInstance, type FastifyPluginOptions, type onRequestHookHandler, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue, { type FastifyOpenapiGlueOptions } from 'fastify-openapi-glue';
-import { deriveOperationFacts, type OperationFacts, type SecurityRequirement } from './operation-facts.ts';
+import { SpecificationError, withNumbers } from '../spec-path.ts';
+import { deriveOperationFacts, METHODS, type OperationFacts, type SecurityRequirement } from './operation-facts.ts';
 import type { ServiceHandlers } from './operations.ts';
 
 export interface RoutesOptions {
@@ -23,12 +24,14 @@ export interface RoutesOptions {
 
 async function routes(app: FastifyInstance, { specification, handlers }: RoutesOptions): Promise<void> {
   const facts = deriveOperationFacts(specification);
+  refuseHandlersWithoutOperation(facts, handlers);
   // Its own context, so that the hook and the body parsers below concern these routes only.
   await app.register(async (operations) => {
     // Glue gives every schema per media type; Fastify would then skip validating a body whose
     // request names no media type, and pick a serializer by parsing each answer's Content-Type.
     operations.addHook('onRoute', useJsonSchemasDirectly);
     await registerOpenapiGlue(operations, {
+      // Glue validates its copy through JSON.stringify; an int64 example that says how big an id may be shapes no route.
       specification: withNumbers(specification),
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
@@ -54,18 +57,26 @@ function routeOptionsOf(app: FastifyInstance, facts: OperationFacts, handler: Ro
 // and transport (the compress route option needs its plugin, app.shedding its turns): routes take what is in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract', 'security', 'transport'] });
 
-// Glue's copy: it validates the document through JSON.stringify, which throws on a bigint, and an
-// int64 example that only says how big an id may be shapes no route, so a double does here.
-function withNumbers(value: unknown): object {
-  return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? Number(item) : item))) as object;
-}
+// The boot errors below are what a spec editor meets: one line each (src/server.ts prints it), naming the
+// file to change. The handlers are those buildApp, in src/app.ts, passes to this plugin.
 
 /** Refuses to boot when openapi.yaml names an operation no handler implements. */
 export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
   if (!Object.hasOwn(handlers, operationId)) {
-    throw new Error(`openapi.yaml declares operation "${operationId}" but no handler implements it.`);
+    throw new SpecificationError(
+      `openapi.yaml declares operation "${operationId}" but no handler implements it: add one named ${operationId} to the handlers ` +
+        'buildApp passes to the routes in src/app.ts (docs/development.md, "Adding an operation, end to end").',
+    );
   }
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
+}
+
+/** Refuses to boot when a handler is passed for an operation openapi.yaml does not declare. */
+function refuseHandlersWithoutOperation(facts: ReadonlyMap<string, OperationFacts>, handlers: object): void {
+  const extra = Object.keys(handlers).find((name) => !facts.has(name));
+  if (extra !== undefined) {
+    throw new SpecificationError(`src/app.ts passes the routes a handler "${extra}" but openapi.yaml declares no such operation: declare it there, or remove the handler.`);
+  }
 }
 
 /** An operation's security requirement as onRequest hooks; a scheme without a check fails the boot. */
@@ -73,7 +84,10 @@ function securityHooks(app: FastifyInstance, { operationId, security }: Operatio
   if (security.length === 0) return [];
   const [only] = security as [SecurityRequirement];
   if (security.length === 1 && Object.keys(only).join() === 'bearerAuth') return [app.bearerAuth.hookFor(only.bearerAuth!)];
-  throw new Error(`openapi.yaml's operation "${operationId}" requires ${JSON.stringify(security)}; only a bearerAuth requirement is implemented.`);
+  throw new SpecificationError(
+    `openapi.yaml's operation "${operationId}" requires security ${JSON.stringify(security)}, which nothing checks: require bearerAuth there, ` +
+      'or implement the scheme in src/security/ and map it in securityHooks (src/contract/routes.ts).',
+  );
 }
 
 // JSON is the only body type the contract accepts, so its schema applies to every body (a POST
@@ -99,9 +113,12 @@ function jsonOnly(part: unknown): unknown {
 export async function registerOpenapiGlue(app: FastifyInstance, options: FastifyOpenapiGlueOptions & FastifyPluginOptions): Promise<void> {
   const document = options.specification as OpenApiDocument;
   const accepted = requestMediaTypes(document);
-  for (const mediaType of accepted) {
+  for (const [mediaType, operationId] of accepted) {
     if (!app.hasContentTypeParser(mediaType)) {
-      throw new Error(`openapi.yaml accepts request bodies of ${mediaType}, but no body parser for it is registered.`);
+      throw new SpecificationError(
+        `openapi.yaml's operation "${operationId}" accepts request bodies of ${mediaType}, which no body parser reads: accept application/json there, ` +
+          'or register a parser for it beside the JSON one (src/contract/json.ts).',
+      );
     }
   }
   for (const mediaType of responseMediaTypes(document)) {
@@ -117,6 +134,7 @@ interface OpenApiDocument {
 }
 
 interface Operation {
+  operationId?: string;
   requestBody?: Content;
   responses?: Record<string, Content>;
 }
@@ -126,8 +144,9 @@ interface Content {
   content?: Record<string, unknown>;
 }
 
+/** Every operation under `paths` (not the path items' other keys, such as `parameters`). */
 function operationsOf(document: OpenApiDocument): Operation[] {
-  return Object.values(document.paths ?? {}).flatMap((operations) => Object.values(operations) as Operation[]);
+  return Object.values(document.paths ?? {}).flatMap((item) => METHODS.flatMap((method) => (item?.[method] ? [item[method] as Operation] : [])));
 }
 
 /** The object a `#/components/<kind>/<name>` reference names, or the object itself. */
@@ -136,10 +155,13 @@ function resolved(document: OpenApiDocument, kind: 'requestBodies' | 'responses'
   return named === undefined ? item : document.components?.[kind]?.[named];
 }
 
-function requestMediaTypes(document: OpenApiDocument): Set<string> {
-  const types = new Set<string>();
+/** Each media type a request body may have, with the first operation that accepts it. */
+function requestMediaTypes(document: OpenApiDocument): Map<string, string | undefined> {
+  const types = new Map<string, string | undefined>();
   for (const operation of operationsOf(document)) {
-    for (const mediaType of Object.keys(resolved(document, 'requestBodies', operation?.requestBody)?.content ?? {})) types.add(mediaType);
+    for (const mediaType of Object.keys(resolved(document, 'requestBodies', operation.requestBody)?.content ?? {})) {
+      if (!types.has(mediaType)) types.set(mediaType, operation.operationId);
+    }
   }
   return types;
 }
@@ -147,7 +169,7 @@ function requestMediaTypes(document: OpenApiDocument): Set<string> {
 function responseMediaTypes(document: OpenApiDocument): Set<string> {
   const types = new Set<string>();
   for (const operation of operationsOf(document)) {
-    for (const response of Object.values(operation?.responses ?? {})) {
+    for (const response of Object.values(operation.responses ?? {})) {
       for (const mediaType of Object.keys(resolved(document, 'responses', response)?.content ?? {})) types.add(mediaType);
     }
   }

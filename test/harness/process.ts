@@ -2,8 +2,11 @@
 // start() resolves once the JSON log line "Server listening at http://..." says where it listens;
 // every process is SIGKILLed at the end of the test that spawned it if it is still running.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { REPO_ROOT } from './paths.ts';
+import { copyRepository } from './scratch.ts';
 
 export interface Exit {
   code: number | null;
@@ -177,6 +180,28 @@ export async function runToExit(
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;
   return { ...exit, stdout: server.stdout(), stderr: server.stderr() };
+}
+
+/**
+ * Starts the server of a copy of the repository (test/harness/scratch.ts) that must refuse to start: it
+ * exits 1 without listening, with one line on stderr and no stack trace. Answers that line.
+ */
+export async function failedStartLine(t: Test, repo: string, env: ServerEnv): Promise<string> {
+  const result = await runToExit(t, env, { command: [process.execPath, join(repo, 'src/entry.js')] });
+  const stderr = result.stderr.trimEnd();
+  t.equal(result.code, 1, 'exits 1');
+  t.notMatch(result.stdout, /Server listening/, 'never listened');
+  t.equal(stderr.split('\n').length, 1, `one line:\n${stderr}`);
+  t.notMatch(stderr, /^\s+at /m, 'no stack trace');
+  return stderr;
+}
+
+/** Starts a copy of the repository whose openapi.yaml is `spec`, which must refuse to start: answers failedStartLine's line. */
+export async function failedStartOnSpec(t: Test, spec: string): Promise<string> {
+  const dir = t.testdir();
+  const repo = copyRepository(join(dir, 'repo'), ['openapi.yaml', 'package.json', 'src']);
+  writeFileSync(join(repo, 'openapi.yaml'), spec);
+  return failedStartLine(t, repo, serverEnv(dir));
 }
 
 /** Runs `node <script> ...args` from the repository root until it exits; kills it if the test ends first. */
