@@ -23,7 +23,7 @@ import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
-import transport, { DEFAULT_LIMITS } from './transport/plugin.ts';
+import transport from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
@@ -35,8 +35,8 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing' | 'docsPersistAuthorization'
-  > & { limits?: Config['limits'] };
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'limits' | 'tracing' | 'docsPersistAuthorization'
+  >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -61,7 +61,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     authFailuresPerMinute: config.authFailuresPerMinute,
     rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
   });
-  await app.register(transport, { limits: config.limits ?? DEFAULT_LIMITS });
+  await app.register(transport, { limits: config.limits });
 
   const dispatcher = new WebhookDispatcher({
     store,
@@ -78,7 +78,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
+  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization });
   // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
   const handlers: ServiceHandlers = {
     // A plant change wrote events to the outbox: deliver them now rather than at the next poll.

@@ -2,7 +2,7 @@
 // Started through entry.js, which turns on Node's compile cache first.
 import { buildApp } from './app.ts';
 import { readSpecification, SpecificationError } from './spec-path.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
 import { checkSpecificationAtStart, fromSchemaCompiler } from './contract/specification.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields } from './store/plant-fields.ts';
@@ -15,9 +15,7 @@ async function main(): Promise<void> {
   await checkSpecificationAtStart();
   checkPlantFields(readSpecification());
   const store = await openStore(config.databaseUrl, {
-    poolSize: config.databasePoolSize,
-    startupTimeoutMs: config.databaseStartupMs,
-    queryTimeoutMs: config.databaseQueryMs,
+    ...storeOptions(config),
     onConnectionError: reportConnectionError,
     onLockWait: reportLockWait,
   });

@@ -37,13 +37,15 @@ export interface Built {
 type AppConfig = AppDependencies['config'];
 export type TestConfig = Partial<Omit<AppConfig, 'webhooks'>> & { webhooks?: Partial<AppConfig['webhooks']> };
 
+const DEFAULTS = loadConfig({});
+
 /** Production defaults, but a short retry schedule and timeout so webhook tests finish quickly. */
 export const TEST_WEBHOOKS: AppConfig['webhooks'] = {
   allowPrivateNetworks: false,
   retryScheduleMs: [50, 50, 50],
   timeoutMs: 2_000,
   retentionMs: 3_600_000,
-  subscriptionsMax: loadConfig({}).webhooks.subscriptionsMax,
+  subscriptionsMax: DEFAULTS.webhooks.subscriptionsMax,
 };
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {
@@ -55,15 +57,13 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));
   const app = await buildApp({
     config: {
+      ...DEFAULTS,
       apiTokens: [TOKEN],
       logLevel: 'silent',
-      authFailuresPerMinute: 100,
-      trustProxy: false,
       corsOrigins: [TEST_ORIGIN],
       rateLimitPerMinute: TEST_RATE_LIMIT_PER_MINUTE,
       ...options,
       webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
-      timeouts: options.timeouts ?? loadConfig({}).timeouts,
     },
     store,
     logStream,

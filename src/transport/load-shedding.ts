@@ -9,19 +9,11 @@
 import { getHeapStatistics } from 'node:v8';
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
 
-export interface SheddingLimits {
-  /** List reads worked on at once; 0: no turns. */
-  pageReadsAtOnce: number;
-  /** List reads waiting for their turn; past it, 503. */
-  pageReadsQueued: number;
-  /** Mean event-loop delay (ms) over a second past which requests get 503; 0: not checked. */
-  maxEventLoopDelayMs: number;
-  /** Heap used, in percent of V8's heap limit, past which requests get 503; 0: not checked. */
-  maxHeapUsedPercent: number;
-}
+type SheddingLimits = Pick<Config['limits'], 'pageReadsAtOnce' | 'pageReadsQueued' | 'maxEventLoopDelayMs' | 'maxHeapUsedPercent'>;
 
 const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
