@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { buildClient, renderTypes, SPEC_URL, writeTypes } from '../contract/openapi-types.ts';
+import { buildClient, renderGenerated, SPEC_URL, writeGenerated } from '../contract/openapi-types.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -23,10 +23,10 @@ async function regenerate(): Promise<void> {
     // One save often raises two watch events (truncate, write): the second finds nothing new, and
     // writing the types again would restart the server a second time.
     if (text === generatedFrom) return;
-    const types = await renderTypes(text);
+    const generated = await renderGenerated(text);
     // Said before the write that restarts the server, so the two lines come in this order.
     console.log('dev: openapi.yaml changed; regenerated src/generated/openapi.ts, restarting');
-    await writeTypes(types);
+    await writeGenerated(generated);
     generatedFrom = text;
     clientStale = true;
     check();
@@ -90,8 +90,15 @@ function onSpecChange(): void {
 }
 
 const initialSpec = await readFile(SPEC_URL, 'utf8');
-await writeTypes(await renderTypes(initialSpec));
+const initial = await renderGenerated(initialSpec);
+// openapi.yaml edited while dev was not running: the client package is built again, and checked.
+const stale = await Promise.all([...initial].map(async ([url, text]) => (await readFile(url, 'utf8').catch(() => '')) !== text));
+await writeGenerated(initial);
 generatedFrom = initialSpec;
+if (stale.includes(true)) {
+  clientStale = true;
+  check();
+}
 // The folder, not the file: editors that save by renaming a new file over the old one would
 // leave a watch on the file itself looking at the replaced copy.
 const specName = fileURLToPath(SPEC_URL).slice(ROOT.length);

@@ -1,5 +1,5 @@
 // npm run token -- create|list|revoke: manage API tokens in the store named by DATABASE_URL.
-import { loadConfig } from '../src/config.ts';
+import { loadConfig, storeOptions } from '../src/config.ts';
 import { readSpecification } from '../src/spec-path.ts';
 import { openStore } from '../src/store/factory.ts';
 import { runTokenCommand } from '../src/tokens/cli.ts';
@@ -7,7 +7,7 @@ import { scopesInSpec } from '../src/tokens/scopes.ts';
 
 try {
   const config = loadConfig();
-  const store = await openStore(config.databaseUrl, { queryTimeoutMs: config.databaseQueryMs });
+  const store = await openStore(config.databaseUrl, storeOptions(config));
   try {
     const knownScopes = scopesInSpec(readSpecification());
     process.exitCode = await runTokenCommand(process.argv.slice(2), {

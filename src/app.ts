@@ -5,6 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify'
 import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
+import type { ServiceHandlers } from './contract/operations.ts';
 import routes from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
@@ -14,7 +15,7 @@ import { loggerOptions } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
 import { createRedaction, type Redact } from './observability/redaction.ts';
-import { requestIds } from './observability/request-id.ts';
+import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
@@ -22,7 +23,7 @@ import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
-import transport, { DEFAULT_LIMITS } from './transport/plugin.ts';
+import transport from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
@@ -34,8 +35,8 @@ export const BODY_LIMIT = 64 * 1024;
 export interface AppDependencies {
   config: Pick<
     Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'tracing' | 'docsPersistAuthorization'
-  > & { limits?: Config['limits'] };
+    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'limits' | 'tracing' | 'docsPersistAuthorization'
+  >;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -60,7 +61,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     authFailuresPerMinute: config.authFailuresPerMinute,
     rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
   });
-  await app.register(transport, { limits: config.limits ?? DEFAULT_LIMITS });
+  await app.register(transport, { limits: config.limits });
 
   const dispatcher = new WebhookDispatcher({
     store,
@@ -77,18 +78,17 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization ?? false });
-  await app.register(routes, {
-    specification,
-    handlers: {
-      // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
-      ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
-      ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
-      ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
-      ...createDocsHandlers(readSpecificationText),
-      getMetrics: createMetricsHandler(app.observability.metrics),
-    },
-  });
+  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization });
+  // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
+  const handlers: ServiceHandlers = {
+    // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
+    ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
+    ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
+    ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
+    ...createDocsHandlers(readSpecificationText),
+    getMetrics: createMetricsHandler(app.observability.metrics),
+  };
+  await app.register(routes, { specification, handlers });
   return app;
 }
 
@@ -102,7 +102,11 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     routerOptions: { querystringParser: parseQueryString },
-    frameworkErrors: frameworkErrorHandler,
+    // Answered before any onRequest hook, so the request id is put on here.
+    frameworkErrors: (error, request, reply) => {
+      returnRequestId(request, reply);
+      frameworkErrorHandler(error, request, reply);
+    },
     clientErrorHandler: answerClientError,
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,

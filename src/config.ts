@@ -1,359 +1,217 @@
-// Environment -> typed, validated configuration. Fails at boot with a message naming the variable.
+// Environment -> typed, validated configuration. Each variable is declared once, in ENVIRONMENT: its type,
+// default and meaning. env-schema checks and fills it in; a bad value stops the start with one line.
 import { isIP } from 'node:net';
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import type { ErrorObject, KeywordDefinition } from 'ajv';
+import envSchema from 'env-schema';
+import type { ExtendedJSONSchema, FromExtendedSchema } from 'json-schema-to-ts';
 import { parseDuration } from './duration.ts';
-
-export interface Config {
-  host: string;
-  port: number;
-  databaseUrl: string;
-  /** Connections each instance keeps to PostgreSQL. */
-  databasePoolSize: number;
-  /** How long a start keeps retrying an unreachable PostgreSQL before it gives up. */
-  databaseStartupMs: number;
-  /** The longest any one wait on PostgreSQL may last (a connection, a statement's answer); then 503. */
-  databaseQueryMs: number;
-  apiTokens: string[];
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** Requests per minute per token; undefined: no limit. */
-  rateLimitPerMinute?: number;
-  /** Shares the rate-limit budget between instances when set. */
-  redisUrl?: string;
-  /** Failed authentications per minute per address before 429; 0: no limit. */
-  authFailuresPerMinute: number;
-  /** Fastify's trustProxy: which peers' X-Forwarded-For to believe for the client address. */
-  trustProxy: boolean | number | string[];
-  /** Origins (scheme://host[:port]) whose pages may call the API from a browser; empty: none. */
-  corsOrigins: string[];
-  /** Swagger UI at /docs keeps the token given to "Authorize" in the browser's localStorage; off when absent. */
-  docsPersistAuthorization?: boolean;
-  webhooks: WebhookConfig;
-  timeouts: TimeoutConfig;
-  limits: LimitsConfig;
-  /** OpenTelemetry traces, when an OTLP endpoint is configured; undefined: off, nothing loaded. */
-  tracing?: TracingConfig;
-}
-
-export const TRACES_SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const;
-
-export interface TracingConfig {
-  /** Where spans are POSTed (OTLP/HTTP, JSON), e.g. http://collector:4318/v1/traces. */
-  tracesUrl: string;
-  serviceName: string;
-  sampler: (typeof TRACES_SAMPLERS)[number];
-  /** The ratio of the *traceidratio samplers, 0 to 1. */
-  samplerRatio: number;
-  /** How long finished spans wait to be sent in one batch. */
-  batchDelayMs: number;
-  /** The database the store spans name (db.system.name). */
-  dbSystem: 'sqlite' | 'postgresql';
-}
-
-export interface TimeoutConfig {
-  /** A whole request, headers and body, must arrive within this. */
-  requestMs: number;
-  /** The headers must arrive within this: cuts off slow-loris clients. */
-  headersMs: number;
-  /** An idle keep-alive connection is closed after this. */
-  keepAliveMs: number;
-  /** On SIGTERM, how long readiness fails while serving goes on, before the stop begins. */
-  shutdownDelayMs: number;
-  /** A stop that has not finished by then (counted after SHUTDOWN_DELAY) exits 1. */
-  shutdownMs: number;
-  /** The longest a request waits for Redis (the shared rate limit); then it is served unlimited. */
-  redisMs: number;
-}
-
-/** What one instance takes on at once, whatever clients do (docs/operations.md, "Limits under load"). */
-export interface LimitsConfig {
-  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
-  compressions: number;
-  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
-  connections: number;
-  /** List reads worked on at once; the others wait their turn. 0: no turns. */
-  pageReadsAtOnce: number;
-  /** List reads that may wait for a turn; past it, 503. */
-  pageReadsQueued: number;
-  /** Mean event-loop delay (ms) past which requests get 503; 0: not checked. */
-  maxEventLoopDelayMs: number;
-  /** Heap used, in percent of V8's heap limit, past which requests get 503; 0: not checked. */
-  maxHeapUsedPercent: number;
-}
-
-export interface WebhookConfig {
-  allowPrivateNetworks: boolean;
-  /** Delays between delivery attempts, in milliseconds. */
-  retryScheduleMs: number[];
-  timeoutMs: number;
-  /** How long delivered deliveries stay listed before they are pruned. */
-  retentionMs: number;
-  /** The most subscriptions the store holds; past it, POST /webhooks answers 409. */
-  subscriptionsMax: number;
-}
-
-interface RawEnv {
-  HOST: string;
-  PORT: number;
-  DATABASE_URL: string;
-  DATABASE_POOL_SIZE: number;
-  DATABASE_STARTUP_TIMEOUT: string;
-  DATABASE_QUERY_TIMEOUT: string;
-  API_TOKENS: string;
-  LOG_LEVEL: Config['logLevel'];
-  RATE_LIMIT_PER_MINUTE?: number;
-  REDIS_URL?: string;
-  AUTH_FAILURES_PER_MINUTE: number;
-  TRUST_PROXY: string;
-  CORS_ORIGINS: string;
-  DOCS_PERSIST_AUTHORIZATION: boolean;
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
-  WEBHOOK_RETRY_SCHEDULE: string;
-  WEBHOOK_TIMEOUT: string;
-  WEBHOOK_RETENTION: string;
-  WEBHOOK_SUBSCRIPTIONS_MAX: number;
-  REQUEST_TIMEOUT: string;
-  HEADERS_TIMEOUT: string;
-  KEEP_ALIVE_TIMEOUT: string;
-  SHUTDOWN_DELAY: string;
-  SHUTDOWN_TIMEOUT: string;
-  REDIS_TIMEOUT: string;
-  COMPRESSION_CONCURRENCY: number;
-  MAX_CONNECTIONS: number;
-  PAGE_READS_AT_ONCE: number;
-  PAGE_READS_QUEUED: number;
-  MAX_EVENT_LOOP_DELAY: string;
-  MAX_HEAP_USED_PERCENT: number;
-  OTEL_SDK_DISABLED: boolean;
-  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
-  OTEL_EXPORTER_OTLP_PROTOCOL?: string;
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?: string;
-  OTEL_SERVICE_NAME: string;
-  OTEL_TRACES_SAMPLER: string;
-  OTEL_TRACES_SAMPLER_ARG?: number;
-  OTEL_BSP_SCHEDULE_DELAY: number;
-}
-
-const schema = {
-  type: 'object',
-  // Unknown variables are dropped from the copy that is validated, not refused: the environment holds many.
-  additionalProperties: false,
-  properties: {
-    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
-    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
-    DATABASE_URL: { type: 'string', minLength: 1, default: 'sqlite:./data/plants.db' },
-    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
-    DATABASE_STARTUP_TIMEOUT: { type: 'string', default: '20s' },
-    DATABASE_QUERY_TIMEOUT: { type: 'string', default: '5s' },
-    API_TOKENS: { type: 'string', default: '' },
-    LOG_LEVEL: {
-      type: 'string',
-      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-      default: 'info',
-    },
-    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1 },
-    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
-    AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100 },
-    TRUST_PROXY: { type: 'string', default: 'false' },
-    CORS_ORIGINS: { type: 'string', default: '' },
-    DOCS_PERSIST_AUTHORIZATION: { type: 'boolean', default: false },
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false },
-    WEBHOOK_RETRY_SCHEDULE: { type: 'string', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h' },
-    WEBHOOK_TIMEOUT: { type: 'string', default: '10s' },
-    WEBHOOK_RETENTION: { type: 'string', default: '1h' },
-    // Bounded so that the limit stays a 32-bit integer, as the statement that checks it casts it.
-    WEBHOOK_SUBSCRIPTIONS_MAX: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 100 },
-    REQUEST_TIMEOUT: { type: 'string', default: '30s' },
-    HEADERS_TIMEOUT: { type: 'string', default: '10s' },
-    KEEP_ALIVE_TIMEOUT: { type: 'string', default: '65s' },
-    SHUTDOWN_DELAY: { type: 'string', default: '5s' },
-    SHUTDOWN_TIMEOUT: { type: 'string', default: '10s' },
-    REDIS_TIMEOUT: { type: 'string', default: '100ms' },
-    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
-    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000 },
-    PAGE_READS_AT_ONCE: { type: 'integer', minimum: 0, maximum: 1000, default: 4 },
-    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, default: 64 },
-    MAX_EVENT_LOOP_DELAY: { type: 'string', default: '500ms' },
-    MAX_HEAP_USED_PERCENT: { type: 'integer', minimum: 0, maximum: 100, default: 90 },
-    OTEL_SDK_DISABLED: { type: 'boolean', default: false },
-    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string' },
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string' },
-    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string' },
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string' },
-    OTEL_SERVICE_NAME: { type: 'string', minLength: 1, default: 'plant-store' },
-    OTEL_TRACES_SAMPLER: { type: 'string', default: 'parentbased_always_on' },
-    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1 },
-    OTEL_BSP_SCHEDULE_DELAY: { type: 'integer', minimum: 0, default: 5000 },
-  },
-} as const;
 
 export class ConfigError extends Error {}
 
-// Ajv with env-schema's options (strings coerced to the schema's types, defaults filled in, every
-// error reported), used directly so that a start loads no Ajv beyond the one request validation
-// needs anyway; the schema above is ours, so it needs no check against a meta-schema.
-let validateEnv: ReturnType<Ajv2020['compile']> | undefined;
+/** How a variable declared with `parse` is read (undefined: refused), and what an operator is told then. */
+const PARSERS = {
+  duration: { read: parseDuration, takes: 'takes a duration such as 250ms, 5s, 5m, 2h or 1d' },
+  schedule: { read: parseSchedule, takes: 'takes durations such as 250ms, 5s, 5m, 2h or 1d, comma-separated for a schedule' },
+  deadline: { read: parseDeadline, takes: 'takes a duration from 1ms to 1d, such as 250ms or 5s' },
+  tokens: { read: parseTokens, takes: 'must be comma-separated tokens of at least 16 printable characters without spaces' },
+  trustProxy: {
+    read: parseTrustProxy,
+    takes: 'takes false, true, a hop count, or comma-separated proxy addresses and CIDRs (e.g. 10.0.0.0/8,loopback)',
+  },
+  origins: {
+    read: parseOrigins,
+    takes: 'must be comma-separated origins such as https://app.example.com (scheme, host and port only, no path or trailing slash)',
+  },
+  httpUrl: {
+    read: (text: string) => (/^https?:$/.test(URL.parse(text)?.protocol ?? '') ? text : undefined),
+    takes: 'must be an http:// or https:// URL, such as http://localhost:4318',
+  },
+  redisUrl: { read: (text: string) => (/^rediss?:\/\//.test(text) ? text : undefined), takes: 'must be a redis:// or rediss:// URL, such as redis://localhost:6379' },
+};
+type Parser = keyof typeof PARSERS;
 
-function validEnv(data: Record<string, string>): RawEnv {
-  validateEnv ??= new Ajv2020({
-    allErrors: true,
-    removeAdditional: true,
-    useDefaults: true,
-    coerceTypes: true,
-    allowUnionTypes: true,
-    meta: false,
-    validateSchema: false,
-  }).compile(schema);
-  const env: Record<string, unknown> = { ...data };
-  if (!validateEnv(env)) throw new ConfigError(`Invalid configuration: ${explain(validateEnv.errors ?? [])}`);
-  return env as unknown as RawEnv;
-}
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const TRACES_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
-/** Reads and validates the environment; throws ConfigError whose message names what is wrong. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const raw = validEnv(withoutBlanks(env));
+export const ENVIRONMENT = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    HOST: { type: 'string', default: '127.0.0.1', description: 'the interface to listen on' },
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'the TCP port to listen on' },
+    DATABASE_URL: { type: 'string', default: 'sqlite:./data/plants.db', description: 'sqlite:<path> or postgres://user:password@host:5432/database' },
+    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10, description: 'connections each instance keeps to PostgreSQL' },
+    DATABASE_STARTUP_TIMEOUT: { type: 'string', parse: 'duration', default: '20s', description: 'how long a start keeps retrying an unreachable PostgreSQL' },
+    DATABASE_QUERY_TIMEOUT: { type: 'string', parse: 'deadline', default: '5s', description: 'the longest one wait on PostgreSQL (a connection, an answer) lasts; then 503' },
+    API_TOKENS: { type: 'string', parse: 'tokens', default: '', description: 'static bearer tokens, with every scope' },
+    LOG_LEVEL: { type: 'string', enum: LOG_LEVELS, default: 'info', description: 'the pino log level' },
+    RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 1, description: 'requests per minute per token; unset: no limit' },
+    REDIS_URL: { type: 'string', parse: 'redisUrl', description: 'where instances share the rate-limit budget' },
+    AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 0, default: 100, description: 'failed authentications per minute per address before 429; 0: no limit' },
+    TRUST_PROXY: { type: 'string', parse: 'trustProxy', default: 'false', description: "Fastify's trustProxy: whose X-Forwarded-For gives the client address" },
+    CORS_ORIGINS: { type: 'string', parse: 'origins', default: '', description: 'origins whose pages may call the API from a browser; empty: none' },
+    DOCS_PERSIST_AUTHORIZATION: { type: 'boolean', default: false, description: "Swagger UI keeps the token given to Authorize in the browser's localStorage" },
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: { type: 'boolean', default: false, description: 'webhook targets may be loopback, private or link-local addresses' },
+    WEBHOOK_RETRY_SCHEDULE: { type: 'string', parse: 'schedule', default: '5s,5m,30m,2h,5h,10h,14h,20h,24h', description: 'delays between delivery attempts' },
+    WEBHOOK_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'the time limit of one delivery attempt' },
+    WEBHOOK_RETENTION: { type: 'string', parse: 'duration', default: '1h', description: 'how long delivered deliveries stay listed before they are pruned' },
+    // Bounded so that the limit stays a 32-bit integer, as the statement that checks it casts it.
+    WEBHOOK_SUBSCRIPTIONS_MAX: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 100, description: 'the most subscriptions the store holds; past it, 409' },
+    REQUEST_TIMEOUT: { type: 'string', parse: 'duration', default: '30s', description: 'a whole request, headers and body, must arrive within this' },
+    HEADERS_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'the headers must arrive within this: cuts off slow-loris clients' },
+    KEEP_ALIVE_TIMEOUT: { type: 'string', parse: 'duration', default: '65s', description: 'an idle keep-alive connection is closed after this' },
+    SHUTDOWN_DELAY: { type: 'string', parse: 'duration', default: '5s', description: 'on SIGTERM, how long readiness fails while serving goes on' },
+    SHUTDOWN_TIMEOUT: { type: 'string', parse: 'duration', default: '10s', description: 'a stop not finished by then (after SHUTDOWN_DELAY) exits 1' },
+    REDIS_TIMEOUT: { type: 'string', parse: 'duration', default: '100ms', description: 'the longest a request waits for Redis; then it is served unlimited' },
+    COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'answers over 64 KiB compressed at once; 0: none' },
+    MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000, description: 'open connections; past it the one idle the longest is closed' },
+    PAGE_READS_AT_ONCE: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'list reads worked on at once; 0: no turns' },
+    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, default: 64, description: 'list reads that may wait for a turn; past it, 503' },
+    MAX_EVENT_LOOP_DELAY: { type: 'string', parse: 'duration', default: '500ms', description: 'mean event-loop delay past which requests get 503; 0s: not checked' },
+    MAX_HEAP_USED_PERCENT: { type: 'integer', minimum: 0, maximum: 100, default: 90, description: "heap used, in percent of V8's limit, past which requests get 503" },
+    OTEL_SDK_DISABLED: { type: 'boolean', default: false, description: 'true: no traces, whatever the endpoint' },
+    OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the OTLP collector; set (or the next), traces are on' },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the full traces URL, instead of the base above' },
+    // The SDK reads these itself; declared so that a value it would only warn about stops the start.
+    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_TRACES_SAMPLER: { type: 'string', enum: TRACES_SAMPLERS, description: 'which traces are sampled' },
+    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers' },
+  },
+} as const satisfies ExtendedJSONSchema<{ parse: Parser }>;
+
+// Replaces the text with what its parser reads, as env-schema's own `separator` keyword does for lists.
+const parseKeyword: KeywordDefinition = {
+  keyword: 'parse',
+  type: 'string',
+  modifying: true,
+  errors: false,
+  compile: (parser: Parser) => (text: string, place) => {
+    const value = PARSERS[parser].read(text);
+    if (value !== undefined && place) place.parentData[place.parentDataProperty] = value;
+    return value !== undefined;
+  },
+};
+
+/** A variable declared with `parse: P` is typed as what that parser reads. */
+type Reads<P extends Parser> = { pattern: { parse: P }; output: NonNullable<ReturnType<(typeof PARSERS)[P]['read']>> };
+/** Each variable as env-schema leaves it: defaults filled in, parsed ones read. */
+type Environment = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
+  deserialize: [Reads<'duration'>, Reads<'deadline'>, Reads<'schedule'>, Reads<'tokens'>, Reads<'origins'>, Reads<'trustProxy'>];
+}>;
+
+export type Config = ReturnType<typeof loadConfig>;
+
+/** Reads and validates the environment; throws a ConfigError naming each variable that is wrong and what it takes. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
+  const raw = validated(env);
   return {
     host: raw.HOST,
     port: raw.PORT,
     databaseUrl: raw.DATABASE_URL,
     databasePoolSize: raw.DATABASE_POOL_SIZE,
-    databaseStartupMs: durations('DATABASE_STARTUP_TIMEOUT', [raw.DATABASE_STARTUP_TIMEOUT])[0]!,
-    databaseQueryMs: queryTimeout(raw.DATABASE_QUERY_TIMEOUT),
-    apiTokens: parseTokenList(raw.API_TOKENS),
+    databaseStartupMs: raw.DATABASE_STARTUP_TIMEOUT,
+    databaseQueryMs: raw.DATABASE_QUERY_TIMEOUT,
+    apiTokens: raw.API_TOKENS,
     logLevel: raw.LOG_LEVEL,
     authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
-    trustProxy: parseTrustProxy(raw.TRUST_PROXY),
-    corsOrigins: parseOrigins(raw.CORS_ORIGINS),
+    trustProxy: raw.TRUST_PROXY,
+    corsOrigins: raw.CORS_ORIGINS,
     docsPersistAuthorization: raw.DOCS_PERSIST_AUTHORIZATION,
     webhooks: {
       allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      retryScheduleMs: durations('WEBHOOK_RETRY_SCHEDULE', raw.WEBHOOK_RETRY_SCHEDULE.split(',')),
-      timeoutMs: durations('WEBHOOK_TIMEOUT', [raw.WEBHOOK_TIMEOUT])[0]!,
-      retentionMs: durations('WEBHOOK_RETENTION', [raw.WEBHOOK_RETENTION])[0]!,
+      retryScheduleMs: raw.WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: raw.WEBHOOK_TIMEOUT,
+      retentionMs: raw.WEBHOOK_RETENTION,
       subscriptionsMax: raw.WEBHOOK_SUBSCRIPTIONS_MAX,
     },
     timeouts: {
-      requestMs: durations('REQUEST_TIMEOUT', [raw.REQUEST_TIMEOUT])[0]!,
-      headersMs: durations('HEADERS_TIMEOUT', [raw.HEADERS_TIMEOUT])[0]!,
-      keepAliveMs: durations('KEEP_ALIVE_TIMEOUT', [raw.KEEP_ALIVE_TIMEOUT])[0]!,
-      shutdownDelayMs: durations('SHUTDOWN_DELAY', [raw.SHUTDOWN_DELAY])[0]!,
-      shutdownMs: durations('SHUTDOWN_TIMEOUT', [raw.SHUTDOWN_TIMEOUT])[0]!,
-      redisMs: durations('REDIS_TIMEOUT', [raw.REDIS_TIMEOUT])[0]!,
+      requestMs: raw.REQUEST_TIMEOUT,
+      headersMs: raw.HEADERS_TIMEOUT,
+      keepAliveMs: raw.KEEP_ALIVE_TIMEOUT,
+      shutdownDelayMs: raw.SHUTDOWN_DELAY,
+      shutdownMs: raw.SHUTDOWN_TIMEOUT,
+      redisMs: raw.REDIS_TIMEOUT,
     },
     limits: {
       compressions: raw.COMPRESSION_CONCURRENCY,
       connections: raw.MAX_CONNECTIONS,
       pageReadsAtOnce: raw.PAGE_READS_AT_ONCE,
       pageReadsQueued: raw.PAGE_READS_QUEUED,
-      maxEventLoopDelayMs: durations('MAX_EVENT_LOOP_DELAY', [raw.MAX_EVENT_LOOP_DELAY])[0]!,
+      maxEventLoopDelayMs: raw.MAX_EVENT_LOOP_DELAY,
       maxHeapUsedPercent: raw.MAX_HEAP_USED_PERCENT,
     },
     ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
     ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
-    ...tracingConfig(raw),
+    // Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
+    ...(!raw.OTEL_SDK_DISABLED && (raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_ENDPOINT) !== undefined && {
+      tracing: { dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const) },
+    }),
   };
 }
 
-// Off unless an OTLP endpoint is set (and OTEL_SDK_DISABLED is not true), as the OpenTelemetry SDKs do.
-function tracingConfig(raw: RawEnv): { tracing?: TracingConfig } {
-  const tracesUrl = tracesEndpoint(raw);
-  if (raw.OTEL_SDK_DISABLED || tracesUrl === undefined) return {};
-  for (const variable of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'] as const) {
-    const protocol = raw[variable];
-    if (protocol !== undefined && protocol !== 'http/json') {
-      throw new ConfigError(`Invalid configuration: ${variable} must be http/json (spans are sent as OTLP/HTTP JSON), or be left unset`);
-    }
-  }
-  const sampler = TRACES_SAMPLERS.find((name) => name === raw.OTEL_TRACES_SAMPLER);
-  if (sampler === undefined) {
-    throw new ConfigError(`Invalid configuration: OTEL_TRACES_SAMPLER must be one of ${TRACES_SAMPLERS.join(', ')}`);
-  }
-  return {
-    tracing: {
-      tracesUrl,
-      serviceName: raw.OTEL_SERVICE_NAME,
-      sampler,
-      samplerRatio: raw.OTEL_TRACES_SAMPLER_ARG ?? 1,
-      batchDelayMs: raw.OTEL_BSP_SCHEDULE_DELAY,
-      dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? 'postgresql' : 'sqlite',
-    },
-  };
+/** What the store is opened with: DATABASE_POOL_SIZE, DATABASE_STARTUP_TIMEOUT and DATABASE_QUERY_TIMEOUT. */
+export function storeOptions(config: Config) {
+  return { poolSize: config.databasePoolSize, startupTimeoutMs: config.databaseStartupMs, queryTimeoutMs: config.databaseQueryMs };
 }
 
-// The signal-specific variable is the whole URL; the general one is a base to which /v1/traces is added (OTLP spec).
-function tracesEndpoint(raw: RawEnv): string | undefined {
-  if (raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined) return httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-  if (raw.OTEL_EXPORTER_OTLP_ENDPOINT === undefined) return undefined;
-  const base = httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', raw.OTEL_EXPORTER_OTLP_ENDPOINT);
-  return `${base.replace(/\/+$/, '')}/v1/traces`;
-}
-
-function httpUrl(variable: string, text: string): string {
-  const url = URL.parse(text);
-  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new ConfigError(`Invalid configuration: ${variable} must be an http:// or https:// URL, such as http://localhost:4318`);
+function validated(env: NodeJS.ProcessEnv): Environment {
+  // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
+  const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  try {
+    return envSchema<Environment>({ schema: ENVIRONMENT, data, env: false, ajv: { customOptions: (ajv) => ajv.addKeyword(parseKeyword) } });
+  } catch (error) {
+    const { errors } = error as { errors?: ErrorObject[] };
+    if (errors === undefined) throw error;
+    throw new ConfigError(`Invalid configuration: ${[...new Set(errors.map((each) => each.instancePath.slice(1)))].map(expected).join('; ')}`);
   }
-  return text;
 }
 
-// An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
-function withoutBlanks(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
+type Declaration = { type?: string; enum?: readonly string[]; parse?: Parser; minimum?: number; maximum?: number; default?: unknown };
+
+// Ajv says "/PORT must be <= 65535"; an operator needs the variable and what it takes, which its declaration says.
+function expected(variable: string): string {
+  const declared = ENVIRONMENT.properties[variable as keyof typeof ENVIRONMENT.properties] as Declaration;
+  const example = declared.default === undefined ? '' : `, e.g. ${variable}=${String(declared.default)}`;
+  if (declared.parse) return `${variable} ${PARSERS[declared.parse].takes}`;
+  if (declared.enum?.length === 1) return `${variable} must be ${declared.enum[0]}`;
+  if (declared.enum) return `${variable} must be one of ${declared.enum.slice(0, -1).join(', ')} or ${declared.enum.at(-1)}`;
+  if (declared.type === 'boolean') return `${variable} takes true or false${example}`;
+  // Only numbers are left: a plain string cannot be wrong.
+  const kind = declared.type === 'integer' ? 'a whole number' : 'a number';
+  const { minimum, maximum } = declared;
+  const range = minimum === undefined ? '' : maximum === undefined ? ` of at least ${minimum}` : ` from ${minimum} to ${maximum}`;
+  return `${variable} takes ${kind}${range}${example}`;
 }
 
-function durations(variable: string, texts: string[]): number[] {
-  const values = texts.map(parseDuration);
-  if (values.some((value) => value === undefined)) {
-    throw new ConfigError(`Invalid configuration: ${variable} takes durations such as 250ms, 5s, 5m, 2h or 1d, comma-separated for a schedule`);
-  }
-  return values as number[];
+function parseSchedule(list: string): number[] | undefined {
+  const delays = list.split(',').map(parseDuration);
+  return delays.every((ms) => ms !== undefined) ? delays : undefined;
 }
 
 // Zero would mean no deadline at all to pg, and past 24.8 days Node's timers fire at once.
-const MAX_QUERY_TIMEOUT_MS = 86_400_000;
-
-function queryTimeout(text: string): number {
-  const value = parseDuration(text);
-  if (value === undefined || value === 0 || value > MAX_QUERY_TIMEOUT_MS) {
-    throw new ConfigError('Invalid configuration: DATABASE_QUERY_TIMEOUT takes a duration from 1ms to 1d, such as 250ms or 5s');
-  }
-  return value;
+function parseDeadline(text: string): number | undefined {
+  const ms = parseDuration(text);
+  return ms !== undefined && ms >= 1 && ms <= 86_400_000 ? ms : undefined;
 }
 
 // Short or space-laden tokens are almost always a paste mistake; refuse them at boot.
 const STATIC_TOKEN = /^[\x21-\x7e]{16,}$/;
 
-function parseTokenList(list: string): string[] {
+function parseTokens(list: string): string[] | undefined {
   const tokens = list.split(',').map((token) => token.trim()).filter(Boolean);
-  if (!tokens.every((token) => STATIC_TOKEN.test(token))) {
-    throw new ConfigError(
-      'Invalid configuration: API_TOKENS must be comma-separated tokens of at least 16 printable characters without spaces',
-    );
-  }
-  return tokens;
+  return tokens.every((token) => STATIC_TOKEN.test(token)) ? tokens : undefined;
 }
 
 // proxy-addr (behind Fastify's trustProxy) also knows these names for the private ranges.
 const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
-function parseTrustProxy(text: string): Config['trustProxy'] {
+function parseTrustProxy(text: string): boolean | number | string[] | undefined {
   const value = text.trim();
   if (/^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
   if (/^\d+$/.test(value)) return Number(value);
   const entries = value.split(',').map((entry) => entry.trim());
-  if (!entries.every((entry) => NAMED_RANGES.has(entry) || isAddressOrCidr(entry))) {
-    throw new ConfigError(
-      'Invalid configuration: TRUST_PROXY takes false, true, a hop count, or comma-separated proxy addresses and CIDRs (e.g. 10.0.0.0/8,loopback)',
-    );
-  }
-  return entries;
+  return entries.every((entry) => NAMED_RANGES.has(entry) || isAddressOrCidr(entry)) ? entries : undefined;
 }
 
 // Strict dotted quads and IPv6 (node:net), not the '10.1' shorthands ipaddr.js also accepts.
@@ -366,46 +224,15 @@ function isAddressOrCidr(entry: string): boolean {
 
 // Browsers send Origin serialized exactly as URL.origin does, and it is matched exactly: an entry
 // with a path, a trailing slash, upper case or a default port would never match, so it is refused.
-function parseOrigins(list: string): string[] {
+function parseOrigins(list: string): string[] | undefined {
   const origins = list.split(',').map((origin) => origin.trim()).filter(Boolean);
-  if (!origins.every(isSerializedOrigin)) {
-    throw new ConfigError(
-      'Invalid configuration: CORS_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, host and port only, no path or trailing slash)',
-    );
-  }
-  return origins;
+  return origins.every(isSerializedOrigin) ? origins : undefined;
 }
 
 // A DNS name or an IP address: WHATWG URLs also take hosts such as *.example.com, no origin a browser sends.
 const ORIGIN_HOST = /^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/;
 
 function isSerializedOrigin(text: string): boolean {
-  if (!URL.canParse(text)) return false;
-  const url = new URL(text);
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === text && ORIGIN_HOST.test(url.hostname);
-}
-
-// Ajv reports "/PORT must be <= 65535"; an operator needs the variable's name and what it takes,
-// which the schema above already says (a default lives there, so it is the example).
-function explain(errors: ErrorObject[]): string {
-  const variables = [...new Set(errors.map((error) => error.instancePath.replace(/^\//, '')))];
-  return variables.map((variable) => expected(variable, errors.filter((error) => error.instancePath === `/${variable}`))).join('; ');
-}
-
-type PropertySchema = { type?: string; enum?: readonly string[]; minimum?: number; maximum?: number; default?: unknown };
-
-function expected(variable: string, errors: ErrorObject[]): string {
-  const property = (schema.properties as Record<string, PropertySchema>)[variable];
-  const example = property?.default === undefined ? '' : `, e.g. ${variable}=${String(property.default)}`;
-  if (property?.enum) return `${variable} must be one of ${property.enum.slice(0, -1).join(', ')} or ${property.enum.at(-1)}`;
-  if (property?.type === 'boolean') return `${variable} takes true or false${example}`;
-  if (property?.type === 'integer' || property?.type === 'number') return `${variable} takes ${numberRange(property)}${example}`;
-  return errors.map((error) => `${variable} ${error.message}`).join(', ');
-}
-
-function numberRange({ type, minimum, maximum }: PropertySchema): string {
-  const kind = type === 'integer' ? 'a whole number' : 'a number';
-  if (minimum !== undefined && maximum !== undefined) return `${kind} from ${minimum} to ${maximum}`;
-  if (minimum !== undefined) return `${kind} of at least ${minimum}`;
-  return maximum === undefined ? kind : `${kind} of at most ${maximum}`;
+  const url = URL.parse(text);
+  return (url?.protocol === 'https:' || url?.protocol === 'http:') && url.origin === text && ORIGIN_HOST.test(url.hostname);
 }

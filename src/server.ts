@@ -1,21 +1,21 @@
 // The process: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
 // Started through entry.js, which turns on Node's compile cache first.
 import { buildApp } from './app.ts';
-import { readSpecification } from './spec-path.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { readSpecification, SpecificationError } from './spec-path.ts';
+import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
+import { checkSpecificationAtStart, fromSchemaCompiler } from './contract/specification.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
-import { checkPlantFields, UnkeptPlantFieldError } from './store/plant-fields.ts';
+import { checkPlantFields } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
 import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  // Before the store opens: a contract the store cannot keep must not migrate the database either.
+  // Before the store opens: a contract that cannot be served, or kept by the store, must not migrate the database either.
+  await checkSpecificationAtStart();
   checkPlantFields(readSpecification());
   const store = await openStore(config.databaseUrl, {
-    poolSize: config.databasePoolSize,
-    startupTimeoutMs: config.databaseStartupMs,
-    queryTimeoutMs: config.databaseQueryMs,
+    ...storeOptions(config),
     onConnectionError: reportConnectionError,
     onLockWait: reportLockWait,
   });
@@ -117,7 +117,7 @@ function announceFirstToken(token: string, config: Config): void {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`plant-store failed to start: ${describeBootFailure(error)}\n`);
+  process.stderr.write(`plant-store failed to start: ${describeBootFailure(fromSchemaCompiler(error))}\n`);
   process.exit(1);
 });
 
@@ -135,9 +135,9 @@ function listenFailure(error: unknown, config: Config): unknown {
   return code !== undefined && code in advice ? new ConfigError(advice[code], { cause: error }) : error;
 }
 
-// Configuration and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
+// Configuration, contract and system errors (a port in use) speak for themselves; anything else is a bug, so keep its stack.
 function describeBootFailure(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof DatabaseUrlError || error instanceof UnkeptPlantFieldError) return error.message;
+  if (error instanceof ConfigError || error instanceof DatabaseUrlError || error instanceof SpecificationError) return error.message;
   if (error instanceof Error && 'syscall' in error) return error.message;
   return String((error as Error)?.stack ?? error);
 }

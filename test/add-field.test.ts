@@ -2,49 +2,34 @@
 // are applied in a scratch copy of the repository, which must then type-check, and a real server process
 // of the copy, on SQLite and on PostgreSQL, must carry the new `number` and `integer` fields through
 // create, read, replay, replace, list and webhook deliveries to a real receiver.
-import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parse, parseDocument } from 'yaml';
-import { REPO_ROOT } from './harness/paths.ts';
+import { replaceDeclaration, snippetsOf } from './doc-steps.ts';
 import { serverEnv, startServer, type RunningServer } from './harness/process.ts';
-import { copyRepository } from './harness/scratch.ts';
+import { copyRepository, generateTypes, typeCheck } from './harness/scratch.ts';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
-import { docBlock, markdownFile } from './readme-blocks.ts';
+import { markdownFile } from './readme-blocks.ts';
 
-const run = promisify(execFile);
 const DOC = 'docs/development.md';
 const TOKEN = 'add-field-test-token-0123456789';
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 /** The snippet of a step of the page: the first block of `lang` after the line that starts with `marker`. */
-const snippet = (marker: string, lang: string) => docBlock(DOC, marker, lang).trimEnd();
-
-/** Replaces the one line of `file` that declares what the one-line snippet declares (`export const NAME`). */
-function replaceDeclaration(t: Test, file: string, line: string): void {
-  const declares = /^export const \w+/.exec(line)?.[0];
-  t.ok(declares && !line.includes('\n'), `the snippet is one declaration: ${line}`);
-  const lines = readFileSync(file, 'utf8').split('\n');
-  const at = lines.flatMap((text, index) => (text.startsWith(`${declares}:`) || text.startsWith(`${declares} `) ? [index] : []));
-  t.equal(at.length, 1, `${file} has one line declaring ${declares}, for the snippet to replace`);
-  lines[at[0]!] = line;
-  writeFileSync(file, lines.join('\n'));
-}
+const snippet = snippetsOf(DOC);
 
 /** Steps 1, 2, 4 and 5 of the page, as a reader does them; then the type check of step 3 must pass. */
 async function followThePage(t: Test, dir: string): Promise<void> {
-  const node = join(REPO_ROOT, 'node_modules', 'node', 'bin', 'node');
   const specPath = join(dir, 'openapi.yaml');
   const spec = parseDocument(readFileSync(specPath, 'utf8'));
   const added = parse(snippet('1. **Spec.**', 'yaml')) as Record<string, unknown>;
   t.same(Object.keys(added), ['price', 'stock'], 'the page adds price and stock');
   for (const [field, schema] of Object.entries(added)) spec.setIn(['components', 'schemas', 'Plant', 'properties', field], schema);
   writeFileSync(specPath, spec.toString());
-  await run(node, ['scripts/generate.ts'], { cwd: dir });
+  await generateTypes(dir);
 
   replaceDeclaration(t, join(dir, 'src/store/plant-fields.ts'), snippet('4. **Columns.**', 'ts'));
   const migrationsPath = join(dir, 'src/store/migrations.ts');
@@ -58,14 +43,7 @@ async function followThePage(t: Test, dir: string): Promise<void> {
   t.same(versions, versions.map((_, at) => at + 1), 'the page\'s migration is the version after the last');
   t.same(edited.PLANT_FIELD_MIGRATIONS, { name: 1, tag: 1, price: versions.at(-1), stock: versions.at(-1) }, 'and the fields point at it');
 
-  const tsc = join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  // Without tap's coverage loader in the compiler (see spec-edit.test.ts).
-  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' };
-  const checked = await run(node, [tsc, '--noEmit', '--pretty', 'false'], { cwd: dir, env, maxBuffer: 16 << 20 }).then(
-    () => '',
-    (error: { stdout?: string }) => error.stdout ?? String(error),
-  );
-  t.equal(checked, '', 'the copy type-checks once the page is followed');
+  t.equal(await typeCheck(dir), '', 'the copy type-checks once the page is followed');
 }
 
 interface Receiver {

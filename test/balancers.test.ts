@@ -15,6 +15,10 @@ import { freePort } from './harness/ports.ts';
 import { serverEnv, startServer, type RunningServer, type ServerEnv } from './harness/process.ts';
 import { skipUnlessCi } from './harness/system-packages.ts';
 
+// Two rolling restarts, each waiting SHUTDOWN_DELAY and a fresh start three times: past tap's 120 s
+// per file when the machine is busy (123 s seen in CI), so this file is given more.
+t.setTimeout(240_000);
+
 const TOKEN = 'balancers-test-token-0123456789';
 const CLIENTS = 48;
 /** Answers each client has had before the first SIGTERM: the load is established everywhere. */

@@ -1,5 +1,5 @@
 // The client's parts that the example of packages/client/README.md does not reach: which JSON keys it reads as int64
-// (checked against openapi.yaml, so a new int64 field under another name fails here), plants
+// (derived by npm run generate; checked here against openapi.yaml on the built package, so a stale build fails), plants
 // refused by parsePlantJson, and a failure without the API's Error body, from a real socket.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';

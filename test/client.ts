@@ -1,13 +1,13 @@
 // A client generated from the contract: openapi-fetch typed by src/generated/openapi.ts, so a
 // spec change that would break clients breaks the type check. Requests go to the app through
-// app.inject, and every response is checked against openapi.yaml on the way back.
+// app.inject, from helper.ts's TEST_ORIGIN, and every response is checked against openapi.yaml on the way back.
 import type { FastifyInstance } from 'fastify';
 import createClient from 'openapi-fetch';
 import type { Test } from 'tap';
 import type { paths } from '../src/generated/openapi.ts';
 import { parseJson } from '../src/contract/json.ts';
 import { contractProblems } from './contract.ts';
-import { TOKEN } from './helper.ts';
+import { fromTestOrigin, TOKEN } from './helper.ts';
 
 /** Responses whose json() keeps int64 exact, as a bigint-aware client would parse them. */
 class ExactJsonResponse extends Response {
@@ -28,7 +28,7 @@ export function typedClient(t: Test, app: FastifyInstance, token: string = TOKEN
       const response = await app.inject({
         method: request.method as 'GET',
         url: pathname + search,
-        headers: Object.fromEntries(request.headers),
+        headers: fromTestOrigin(Object.fromEntries(request.headers)),
         ...(payload && { payload }),
       });
       const label = `${request.method} ${pathname}${search} ${response.statusCode}`;

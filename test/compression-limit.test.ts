@@ -6,14 +6,14 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { contractProblems } from './contract.ts';
-import { AUTH, build } from './helper.ts';
-import { DEFAULT_LIMITS } from '../src/transport/plugin.ts';
+import { AUTH, build, TEST_ORIGIN } from './helper.ts';
+import { loadConfig } from '../src/config.ts';
 
 const PAGE = '/plants?limit=1000';
 
 function get(port: number, encoding: string): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ port, host: '127.0.0.1', path: PAGE, agent: false, headers: { ...AUTH, 'accept-encoding': encoding } }, resolve);
+    const outgoing = httpRequest({ port, host: '127.0.0.1', path: PAGE, agent: false, headers: { ...AUTH, origin: TEST_ORIGIN, 'accept-encoding': encoding } }, resolve);
     outgoing.on('error', reject);
     outgoing.end();
   });
@@ -33,7 +33,7 @@ function randomName(): string {
 }
 
 t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and the slot returns once an answer is sent', async (t) => {
-  const { app, store } = await build(t, { limits: { ...DEFAULT_LIMITS, compressions: 1 } });
+  const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
   for (let id = 1; id <= 1000; id++) await store.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
@@ -48,6 +48,7 @@ t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and t
   const over = await get(port, 'gzip, br');
   t.equal(over.headers['content-encoding'], undefined, 'past the limit the answer is sent uncompressed');
   t.match(over.headers.vary, /accept-encoding/i, 'and still says it varies with Accept-Encoding');
+  t.match(over.headers.vary, /\borigin\b/i, 'and with Origin (CORS_ORIGINS is set): Accept-Encoding is added, not put in its place');
   const overBody = await body(over);
   t.equal(overBody, plain, 'whole');
   t.same(contractProblems('GET', PAGE, { statusCode: over.statusCode!, headers: over.headers, body: overBody }), []);
@@ -107,7 +108,7 @@ function getWith(port: number, encoding: string | string[] | undefined): Promise
 }
 
 t.test('for every form of Accept-Encoding, a large answer is compressed exactly when COMPRESSION_CONCURRENCY counts it', async (t) => {
-  const { app, store } = await build(t, { limits: { ...DEFAULT_LIMITS, compressions: 1 } });
+  const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
   for (let id = 1; id <= 1000; id++) await store.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;

@@ -1,6 +1,7 @@
-// Checks a response against openapi.yaml: the status must be documented for the operation, the
-// headers the contract speaks of must be documented on that response, the content type must be
-// one it declares, and the body must match that response's schema.
+// Checks a response against openapi.yaml: the status must be documented for the operation, every
+// header sent (message framing aside) must be declared on that response and every header it marks
+// required must be sent, the content type must be one it declares, and the body must match that
+// response's schema.
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -42,10 +43,8 @@ export function contractProblems(method: string, url: string, response: Response
   const key = status in responses ? status : 'default';
   const at = found ? `#/paths/${escape(path)}/${method.toLowerCase()}/responses/${key}` : `#/x-transport-responses/${key}`;
   const [documented, pointer] = resolveResponse(responses[key], at);
-  const headerProblems = undocumentedHeaders(documented, response.headers).map(
-    (name) => `${method} ${path} ${status} sent the header ${name}, which openapi.yaml does not document on this response`,
-  );
-  if (headerProblems.length > 0) return headerProblems;
+  const headerFaults = headerProblems(documented, response.headers, `${method} ${path} ${status}`);
+  if (headerFaults.length > 0) return headerFaults;
   const content: Json | undefined = documented.content;
   if (!content) return response.body === '' ? [] : [`${method} ${path} ${status} must have no body`];
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
@@ -58,36 +57,19 @@ export function contractProblems(method: string, url: string, response: Response
   return (validate.errors ?? []).map((error) => `${method} ${path} ${status} body${error.instancePath} ${error.message}`);
 }
 
-// The headers whose presence is part of the contract. Transport headers (Date, Content-Length,
-// Connection) and X-Request-Id, which every answer carries (see info.description), are not listed.
-const CONTRACT_HEADERS = [
-  'content-encoding',
-  'etag',
-  'link',
-  'retry-after',
-  'vary',
-  'www-authenticate',
-  'x-ratelimit-limit',
-  'x-ratelimit-remaining',
-  'x-ratelimit-reset',
-];
+// Message framing, which any answer may carry whatever its response says.
+const FRAMING_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-type']);
 
-// CORS: these two go with every answer to a listed Origin (see info.description); any other
-// Access-Control-* header (a preflight's) must be documented on the response that sends it.
-const CORS_ON_EVERY_ANSWER = new Set(['access-control-allow-origin', 'access-control-expose-headers']);
-
-function undocumentedHeaders(documented: Json, headers: Record<string, unknown>): string[] {
-  const declared = new Set(Object.keys(documented.headers ?? {}).map((name) => name.toLowerCase()));
-  const cors = Object.keys(headers).filter((name) => name.toLowerCase().startsWith('access-control-') && !CORS_ON_EVERY_ANSWER.has(name.toLowerCase()));
-  return [...CONTRACT_HEADERS, ...cors].filter(
-    (name) => headers[name] !== undefined && !declared.has(name.toLowerCase()) && !(name === 'vary' && onlyVaryOrigin(headers[name])),
-  );
-}
-
-// `Vary: Origin` goes with every answer while CORS_ORIGINS is set (info.description says so);
-// any other Vary (Accept-Encoding) must be documented on the response that sends it.
-function onlyVaryOrigin(value: unknown): boolean {
-  return String(value).split(',').every((token) => token.trim().toLowerCase() === 'origin');
+/** Each header the answer sends that its response does not declare, and each required one it lacks. */
+function headerProblems(documented: Json, headers: Record<string, unknown>, label: string): string[] {
+  const declared = new Map(Object.entries<Json>(documented.headers ?? {}).map(([name, header]) => [name.toLowerCase(), resolveRef(header)]));
+  const sent = Object.keys(headers).filter((name) => headers[name] !== undefined).map((name) => name.toLowerCase());
+  const undeclared = sent.filter((name) => !FRAMING_HEADERS.has(name) && !declared.has(name));
+  const missing = [...declared].filter(([name, header]) => header.required === true && !sent.includes(name)).map(([name]) => name);
+  return [
+    ...undeclared.map((name) => `${label} sent the header ${name}, which openapi.yaml does not declare on this response`),
+    ...missing.map((name) => `${label} lacks the header ${name}, which openapi.yaml declares required on this response`),
+  ];
 }
 
 function findOperation(method: string, url: string): { path: string; operation: Json } | undefined {
@@ -102,9 +84,13 @@ function findOperation(method: string, url: string): { path: string; operation: 
 
 function resolveResponse(response: Json, pointer: string): [Json, string] {
   if (typeof response.$ref !== 'string') return [response, pointer];
-  const target = response.$ref as string;
-  const resolved = target.slice(2).split('/').reduce<Json>((node, segment) => node[segment.replaceAll('~1', '/')], spec);
-  return [resolved, target];
+  return [resolveRef(response), response.$ref];
+}
+
+/** The node a `$ref` points to, or the node itself. */
+function resolveRef(node: Json): Json {
+  if (typeof node.$ref !== 'string') return node;
+  return (node.$ref as string).slice(2).split('/').reduce<Json>((at, segment) => at[segment.replaceAll('~1', '/')], spec);
 }
 
 // A JSON pointer segment inside a URI fragment: ~ and / escaped, then percent-encoded ({id}).

@@ -81,11 +81,33 @@ t.test('an origin not in the list gets no CORS headers, and its preflight a 403'
   t.match(message, /origin/i);
   t.same(corsHeaders(refused.headers), []);
 
-  const bare = await api(t, app, { method: 'OPTIONS', url: '/plants' });
+  // origin: undefined, as api() sends helper.ts's TEST_ORIGIN otherwise.
+  const bare = await api(t, app, { method: 'OPTIONS', url: '/plants', headers: { origin: undefined } });
   t.equal(bare.statusCode, 404, 'an OPTIONS that is no preflight is no operation, as without CORS');
+  const unread = await api(t, app, {
+    method: 'OPTIONS',
+    url: '/plants?limit=%',
+    headers: { origin: undefined, 'content-type': 'application/json' },
+    payload: `{"tag":"${'t'.repeat(70_000)}"}`,
+  });
+  t.equal(unread.statusCode, 404, 'whatever its query and body: neither is read');
 
-  const sameOrigin = await api(t, app, { url: '/plants', headers: AUTH });
+  const sameOrigin = await api(t, app, { url: '/plants', headers: { ...AUTH, origin: undefined } });
   t.same(corsHeaders(sameOrigin.headers), [], 'a request without Origin (same origin, curl) gets none either');
+});
+
+t.test('compressed answers and the contract\'s documents vary with Origin too, beside Accept-Encoding', async (t) => {
+  const { app, store } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  // Over the 1 KiB below which answers are sent plain.
+  for (let id = 1; id <= 20; id++) await store.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(100, 'x') });
+  for (const url of ['/plants', '/openapi.json', '/openapi.yaml']) {
+    for (const origin of [APP_ORIGIN, OTHER_ORIGIN]) {
+      // Injected without api(): the compressed body is not what the check reads; the headers are.
+      const answer = await app.inject({ url, headers: { ...AUTH, origin, 'accept-encoding': 'gzip' } });
+      t.equal(answer.headers['content-encoding'], 'gzip', `${url} from ${origin}: compressed`);
+      t.same(names(answer.headers.vary), ['accept-encoding', 'origin'], `${url} from ${origin}: Vary names both`);
+    }
+  }
 });
 
 t.test('the answer of an instance that is shutting down is readable by an allowed page', async (t) => {

@@ -8,7 +8,7 @@ import t from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { SPEC_PATH } from '../src/app.ts';
 import { contractProblems } from './contract.ts';
-import { api, build } from './helper.ts';
+import { api, build, TEST_ORIGIN } from './helper.ts';
 
 const specFile = parseYaml(readFileSync(SPEC_PATH, 'utf8'));
 
@@ -66,7 +66,7 @@ interface Raw {
 
 function exchange(port: number, method: string, path: string, headers: Record<string, string>): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const outgoing = request({ port, host: '127.0.0.1', method, path, headers, agent: false }, (incoming) => {
+    const outgoing = request({ port, host: '127.0.0.1', method, path, headers: { origin: TEST_ORIGIN, ...headers }, agent: false }, (incoming) => {
       const chunks: Buffer[] = [];
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
       incoming.on('end', () => resolve({ statusCode: incoming.statusCode ?? 0, headers: incoming.headers, body: Buffer.concat(chunks) }));

@@ -105,7 +105,8 @@ t.test('a refusal is the exact Error bytes, with its headers in the same order, 
     const response = await app.inject({ method: 'GET', url: '/plants/1', headers: { 'x-request-id': `refused-${i}` } });
     t.equal(response.statusCode, 401);
     t.equal(response.payload, expected);
-    t.same(Object.keys(response.headers).slice(0, 4), ['x-request-id', 'www-authenticate', 'content-type', 'content-length']);
+    // Vary: Origin, as build() sets CORS_ORIGINS.
+    t.same(Object.keys(response.headers).slice(0, 5), ['x-request-id', 'vary', 'www-authenticate', 'content-type', 'content-length']);
     t.equal(response.headers['x-request-id'], `refused-${i}`);
     t.equal(response.headers['content-type'], 'application/json; charset=utf-8');
     t.equal(response.headers['content-length'], String(Buffer.byteLength(expected)));

@@ -1,5 +1,6 @@
-// build(t): a real app on a real SQLite file in a per-test directory, closed when the test ends.
-// api(): app.inject plus a check that the response is exactly what openapi.yaml documents.
+// build(t): a real app on a real SQLite file in a per-test directory, closed when the test ends;
+// with CORS_ORIGINS and a rate limit set, so that every answer carries the headers they add.
+// api(): app.inject from that origin, plus a check that the response is exactly what openapi.yaml documents.
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { PassThrough } from 'node:stream';
@@ -16,6 +17,10 @@ import { freshSchemaUrl } from './postgres.ts';
 
 export const TOKEN = 'test-token-0123456789abcdef';
 export const AUTH = { authorization: `Bearer ${TOKEN}` };
+/** The page origin build()'s apps allow (CORS_ORIGINS) and api() sends requests from. */
+export const TEST_ORIGIN = 'https://app.plants.test';
+/** build()'s RATE_LIMIT_PER_MINUTE: every authenticated answer carries X-RateLimit-*, and no test reaches it. */
+export const TEST_RATE_LIMIT_PER_MINUTE = 1_000_000;
 
 /** Which driver build() opens: `sqlite` (the default) or `postgres` (see test/http-postgres.test.ts). */
 export const TEST_DRIVER = process.env.PLANT_STORE_TEST_DRIVER === 'postgres' ? 'postgres' : 'sqlite';
@@ -32,13 +37,15 @@ export interface Built {
 type AppConfig = AppDependencies['config'];
 export type TestConfig = Partial<Omit<AppConfig, 'webhooks'>> & { webhooks?: Partial<AppConfig['webhooks']> };
 
+const DEFAULTS = loadConfig({});
+
 /** Production defaults, but a short retry schedule and timeout so webhook tests finish quickly. */
 export const TEST_WEBHOOKS: AppConfig['webhooks'] = {
   allowPrivateNetworks: false,
   retryScheduleMs: [50, 50, 50],
   timeoutMs: 2_000,
   retentionMs: 3_600_000,
-  subscriptionsMax: loadConfig({}).webhooks.subscriptionsMax,
+  subscriptionsMax: DEFAULTS.webhooks.subscriptionsMax,
 };
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {
@@ -50,14 +57,13 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
   logStream.on('data', (chunk: Buffer) => (logText += chunk.toString()));
   const app = await buildApp({
     config: {
+      ...DEFAULTS,
       apiTokens: [TOKEN],
       logLevel: 'silent',
-      authFailuresPerMinute: 100,
-      trustProxy: false,
-      corsOrigins: [],
+      corsOrigins: [TEST_ORIGIN],
+      rateLimitPerMinute: TEST_RATE_LIMIT_PER_MINUTE,
       ...options,
       webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
-      timeouts: options.timeouts ?? loadConfig({}).timeouts,
     },
     store,
     logStream,
@@ -78,9 +84,12 @@ export interface ApiResponse {
   json: () => unknown;
 }
 
-/** Injects the request and fails the test when the response is not documented in openapi.yaml. */
+/**
+ * Injects the request, from TEST_ORIGIN unless its headers name an Origin (`origin: undefined`: none),
+ * and fails the test when the response is not documented in openapi.yaml.
+ */
 export async function api(t: Test, app: FastifyInstance, request: InjectOptions & { url: string }): Promise<ApiResponse> {
-  const response = await app.inject(request);
+  const response = await app.inject({ ...request, headers: fromTestOrigin(request.headers) });
   const method = request.method ?? 'GET';
   t.same(contractProblems(method, request.url, response), [], `${method} ${request.url} ${response.statusCode} matches openapi.yaml`);
   return {
@@ -89,6 +98,13 @@ export async function api(t: Test, app: FastifyInstance, request: InjectOptions 
     body: response.body,
     json: () => parseJson(response.body),
   };
+}
+
+/** The headers with `Origin: TEST_ORIGIN` added unless they name an Origin; those set to undefined left out. */
+export function fromTestOrigin(headers: InjectOptions['headers'] = {}): NonNullable<InjectOptions['headers']> {
+  const given = Object.entries(headers);
+  const origin = given.some(([name]) => name.toLowerCase() === 'origin') ? [] : [['origin', TEST_ORIGIN]];
+  return Object.fromEntries([...origin, ...given.filter(([, value]) => value !== undefined)]);
 }
 
 /** POST /plants with a raw JSON text body, so tests can send what JSON.stringify cannot (int64, 1e3). */

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { contractProblems, isErrorBody } from './contract.ts';
-import { AUTH, build } from './helper.ts';
+import { AUTH, build, TEST_ORIGIN } from './helper.ts';
 import { rawExchange, rawResponses } from './harness/raw-http.ts';
 
 async function listening(t: Test) {
@@ -79,7 +79,7 @@ interface Answer {
 /** One request over a real socket through node:http, which knows that a HEAD answer has no body. */
 function send(port: number, method: string, path: string, headers: Record<string, string>): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ port, host: '127.0.0.1', method, path, headers: { ...AUTH, ...headers }, agent: false }, (incoming) => {
+    const outgoing = httpRequest({ port, host: '127.0.0.1', method, path, headers: { ...AUTH, origin: TEST_ORIGIN, ...headers }, agent: false }, (incoming) => {
       const chunks: Buffer[] = [];
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
       incoming.on('end', () => resolve({ statusCode: incoming.statusCode!, headers: incoming.headers, body: Buffer.concat(chunks) }));
@@ -89,9 +89,10 @@ function send(port: number, method: string, path: string, headers: Record<string
   });
 }
 
-/** The headers that may differ between two answers to the same request. */
+/** The headers that may differ between two answers to the same request: the rate limit counts each one. */
 function comparable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const { date: _date, 'x-request-id': _id, connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+  const { date: _date, 'x-request-id': _id, connection: _connection, 'keep-alive': _keepAlive, 'x-ratelimit-remaining': _left, 'x-ratelimit-reset': _reset, ...rest } =
+    headers;
   return rest;
 }
 

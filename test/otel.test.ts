@@ -29,25 +29,28 @@ interface OtlpSpan {
 interface Collector {
   url: string;
   spans: OtlpSpan[];
-  /** Every export as it arrived, JSON text. */
+  /** Every export as it arrived, JSON text, and the headers it came with. */
   exports: string[];
+  exportHeaders: IncomingHttpHeaders[];
   webhooks: IncomingHttpHeaders[];
   /** Resolves with the first value `find` returns once something has arrived; rejects after WAIT_LIMIT_MS. */
   until<T>(what: string, find: () => T | undefined): Promise<T>;
 }
 
-/** An OTLP/HTTP receiver (POST /v1/traces, JSON, answered `tracesStatus`) and a webhook subscriber (POST /hook) on one port. */
-async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
+/** An OTLP/HTTP receiver (POST `tracesPath`, JSON, answered `tracesStatus`) and a webhook subscriber (POST /hook) on one port. */
+async function startCollector(t: Test, tracesStatus = 200, tracesPath = '/v1/traces'): Promise<Collector> {
   const spans: OtlpSpan[] = [];
   const exports: string[] = [];
+  const exportHeaders: IncomingHttpHeaders[] = [];
   const webhooks: IncomingHttpHeaders[] = [];
   const waiters = new Set<() => void>();
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      if (request.url === '/v1/traces') {
+      if (request.url === tracesPath) {
         exports.push(Buffer.concat(chunks).toString('utf8'));
+        exportHeaders.push(request.headers);
         const body = JSON.parse(exports.at(-1)!) as {
           resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
         };
@@ -55,7 +58,7 @@ async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
       } else {
         webhooks.push(request.headers);
       }
-      response.writeHead(request.url === '/v1/traces' ? tracesStatus : 200, { 'content-type': 'application/json' }).end('{}');
+      response.writeHead(request.url === tracesPath ? tracesStatus : 200, { 'content-type': 'application/json' }).end('{}');
       for (const wake of [...waiters]) wake();
     });
   });
@@ -68,6 +71,7 @@ async function startCollector(t: Test, tracesStatus = 200): Promise<Collector> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
     exports,
+    exportHeaders,
     webhooks,
     until: (what, find) =>
       new Promise((resolve, reject) => {
@@ -186,6 +190,31 @@ async function tracedScenario(t: Test, dbSystem: string, env: Record<string, str
   );
   t.equal(deliverySpan.traceId, create.traceId, 'and names the delivery span as its parent, in that trace');
 }
+
+t.test('the OpenTelemetry SDK reads its own variables: the traces endpoint, headers, resource and sampler', async (t) => {
+  const collector = await startCollector(t, 200, '/custom/traces');
+  const env = {
+    API_TOKENS: TOKEN,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/custom/traces`,
+    OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=key-0123',
+    OTEL_SERVICE_NAME: 'plants-eu',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging',
+    OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  };
+  const server = await startServer(t, serverEnv(t.testdir(), env));
+  // Without a client trace the request span is a root, which parentbased_always_off does not sample.
+  t.equal((await fetch(`${server.url}/plants/1`, { headers: { authorization: headers.authorization } })).status, 404);
+  const sampled = clientTrace();
+  t.equal((await fetch(`${server.url}/plants/2`, { headers: { authorization: headers.authorization, traceparent: sampled.traceparent } })).status, 404);
+  await collector.until('the span of the sampled request', () => collector.spans.find((span) => span.traceId === sampled.traceId && span.name === 'getPlant'));
+  // Spans are exported in the order they ended: the root's would have come first.
+  t.same([...new Set(collector.spans.map((span) => span.traceId))], [sampled.traceId], 'only the sampled trace was exported');
+  t.equal(collector.exportHeaders[0]?.['x-collector-key'], 'key-0123', 'with the configured headers');
+  const resource = (JSON.parse(collector.exports[0]!) as { resourceSpans: { resource: Pick<OtlpSpan, 'attributes'> }[] }).resourceSpans[0]!.resource;
+  t.equal(attribute(resource, 'service.name'), 'plants-eu', 'named by OTEL_SERVICE_NAME');
+  t.equal(attribute(resource, 'deployment.environment.name'), 'staging', 'with the attributes of OTEL_RESOURCE_ATTRIBUTES');
+});
 
 t.test('a collector refusing the last spans, sent as the process stops, does not make the stop fail', async (t) => {
   const collector = await startCollector(t, 404);

@@ -10,17 +10,16 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import t, { type Test } from 'tap';
-import { loadConfig, type TimeoutConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/factory.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
-import { DEFAULT_LIMITS } from '../src/transport/plugin.ts';
 import { contractProblems, isErrorBody } from './contract.ts';
 import { AUTH, build, type TestConfig } from './helper.ts';
 import { openRaw, type RawConnection, type RawResponse } from './harness/raw-http.ts';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
 
-const DEFAULT_TIMEOUTS: TimeoutConfig = loadConfig({}).timeouts;
+const { timeouts: DEFAULT_TIMEOUTS, limits: DEFAULT_LIMITS } = loadConfig({});
 /** Plants already stored, tagged so: the GET reads them as one large page (about 130 KB). */
 const STORED = 500;
 

@@ -12,10 +12,14 @@ export const README = markdownFile('README.md');
 
 /**
  * The text of the first ```lang block after the first line of `path` that starts with `marker`
- * (after its indentation, for steps of a list); a block indented inside a list item comes dedented.
+ * (after its indentation, for steps of a list), or the first such line after the heading `section`;
+ * a block indented inside a list item comes dedented.
  */
-export function docBlock(path: string, marker: string, lang: string): string {
-  const text = markdownFile(path);
+export function docBlock(path: string, marker: string, lang: string, section?: string): string {
+  const page = markdownFile(path);
+  const start = section === undefined ? 0 : page.indexOf(`\n${section}\n`);
+  if (start < 0) throw new Error(`${path} has no heading ${JSON.stringify(section)}`);
+  const text = page.slice(start);
   const at = new RegExp(`\\n *${marker.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`).exec(text)?.index ?? -1;
   if (at < 0) throw new Error(`${path} has no line starting with ${JSON.stringify(marker)}`);
   const block = new RegExp(`^( *)\`\`\`${lang}\\n([\\s\\S]*?)^\\1\`\`\`$`, 'm').exec(text.slice(at));

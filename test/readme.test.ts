@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../src/config.ts';
+import { ENVIRONMENT, loadConfig } from '../src/config.ts';
 import { REPO_ROOT } from './harness/paths.ts';
 import { readmeBlock } from './readme-blocks.ts';
 
@@ -98,16 +98,8 @@ t.test('README.md is a front door: short, the two commands, a link to every page
 
 /** The variables src/config.ts validates, with their defaults (undefined: none), read from its schema. */
 function configVariables(): Map<string, string | undefined> {
-  const source = readFileSync(join(REPO_ROOT, 'src', 'config.ts'), 'utf8');
-  const schema = /^const schema = \{([\s\S]*?)^\} as const;$/m.exec(source)?.[1] ?? '';
-  const names = [...schema.matchAll(/^ {4}([A-Z][A-Z0-9_]*): \{/gm)];
-  return new Map(
-    names.map((match, index) => {
-      const body = schema.slice(match.index, names[index + 1]?.index);
-      const value = /default: (?:'([^']*)'|([^,\s}]+))/.exec(body);
-      return [match[1]!, value ? (value[1] ?? value[2]) : undefined];
-    }),
-  );
+  const declarations: [string, Record<string, unknown>][] = Object.entries(ENVIRONMENT.properties);
+  return new Map(declarations.map(([name, declared]) => [name, declared.default === undefined ? undefined : String(declared.default)]));
 }
 
 /** README's configuration table: each variable it names, with the text of its Default cell. */
@@ -134,6 +126,11 @@ t.test("README's configuration table names every variable src/config.ts reads, w
     const shown = value === '' ? '(none)' : `\`${value}\``; // an empty default means the variable is unset
     if (value !== undefined) t.ok(table.get(name)?.includes(shown), `${name}: the table gives its default ${shown}`);
   }
+});
+
+t.test('each variable src/config.ts reads is declared once, with its meaning', async (t) => {
+  const undescribed = Object.entries(ENVIRONMENT.properties).filter(([, declared]) => !declared.description);
+  t.same(undescribed.map(([name]) => name), [], 'every declaration says what the variable means');
 });
 
 t.test('.env.example names exactly the variables src/config.ts reads, set to their defaults', async (t) => {

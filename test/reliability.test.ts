@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { loadConfig, type TimeoutConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config.ts';
 import { IDLE_GRACE_MS } from '../src/transport/lifecycle.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { PlantStore } from '../src/store/types.ts';
@@ -18,7 +18,7 @@ import { AUTH, TOKEN, api, build, createPlant } from './helper.ts';
 import { serverEnv, startServer } from './harness/process.ts';
 import { openRaw, tryConnect } from './harness/raw-http.ts';
 
-const DEFAULT_TIMEOUTS: TimeoutConfig = loadConfig({}).timeouts;
+const DEFAULT_TIMEOUTS = loadConfig({}).timeouts;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PROCESS_TOKEN = 'reliability-test-token-0123456789';
 

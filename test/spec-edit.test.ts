@@ -2,18 +2,15 @@
 // fails at each file that must store the field, naming it, instead of the field being dropped in silence;
 // and the client package's build, which the tests import, has the field too.
 // Shown in a scratch copy of the repository (its node_modules linked, not copied).
-import { execFile } from 'node:child_process';
 import { hash } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parse, parseDocument } from 'yaml';
-import { REPO_ROOT } from './harness/paths.ts';
+import { copyRepository, generateTypes, typeCheck } from './harness/scratch.ts';
 import { docBlock } from './readme-blocks.ts';
 
-const run = promisify(execFile);
 // Two generations (each building the client package) and two type checks of the whole project, 10 to
 // 40 s each on two busy cores.
 t.setTimeout(240_000);
@@ -24,31 +21,14 @@ const MUST_CHANGE = ['src/store/plant-fields.ts', 'src/store/migrations.ts'];
 async function scratchCopy(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'spec-edit-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  for (const entry of COPIED) await cp(join(REPO_ROOT, entry), join(dir, entry), { recursive: true });
-  await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  return dir;
+  return copyRepository(dir, COPIED);
 }
 
 /** `npm run generate` then `npm run typecheck`, in the copy, with the repository's pinned Node. */
 async function generateAndTypecheck(dir: string): Promise<{ ok: boolean; output: string }> {
-  const node = join(REPO_ROOT, 'node_modules', 'node', 'bin', 'node');
-  await run(node, ['scripts/generate.ts'], { cwd: dir });
-  try {
-    await run(node, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--pretty', 'false'], { cwd: dir, env: withoutCoverage(), maxBuffer: 16 << 20 });
-    return { ok: true, output: '' };
-  } catch (error) {
-    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-    return { ok: false, output: stdout + stderr };
-  }
-}
-
-/**
- * tsc without the coverage tap's processinfo starts in every child process (it re-adds its loader to any
- * environment): the compiler is no part of what is tested, node_modules is left out of the coverage
- * report anyway, and precise coverage of the compiler doubled its time.
- */
-function withoutCoverage(): NodeJS.ProcessEnv {
-  return { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' };
+  await generateTypes(dir);
+  const output = await typeCheck(dir);
+  return { ok: output === '', output };
 }
 
 /** Step 1 of docs/development.md "Adding a field, end to end": `price` and `stock` added to Plant, which NewPlant and StoredPlant include. */
@@ -87,7 +67,7 @@ t.test('adding price and stock to Plant fails the type check at every file that 
 });
 
 // (Answers are the records themselves, written by the response schemas generated from openapi.yaml.)
-t.test('a field the drivers store flows through the ETag, events and comparisons', async (t) => {
+t.test('a field the drivers store flows through the ETag, events and comparisons, an int64 one too', async (t) => {
   const { plantEtag } = await import('../src/plants/representation.ts');
   const { eventPayload, plantWith, samePlant } = await import('../src/store/types.ts');
   // What a driver returns once it stores `price`: the type does not know the field yet, the code must not care.
@@ -100,6 +80,10 @@ t.test('a field the drivers store flows through the ETag, events and comparisons
   t.ok(samePlant(priced(1200), priced(1200, 'price first')));
   t.not(plantEtag(priced(1200)), plantEtag(priced(1300)), 'another price, another ETag');
   t.equal(plantEtag(priced(1200)), plantEtag(priced(1200, 'price first')), 'the order fields arrived in does not matter');
+  // An int64 field (a BigInt from the parser and the column) is written and hashed with every digit.
+  const seeded = (seeds: bigint) => ({ id: 1n, name: 'Poppy', seeds }) as PlantRecordLike;
+  t.equal(eventPayload(seeded(2n ** 63n - 1n)), '{"id":1,"name":"Poppy","seeds":9223372036854775807}');
+  t.not(plantEtag(seeded(2n ** 63n - 1n)), plantEtag(seeded(2n ** 63n - 2n)), 'another int64 value, another ETag');
   // The ETag of a plant without added fields is what it was before fields could be added.
   t.equal(plantEtag({ id: 1n, name: 'Monstera', tag: 'aroid' }), `"${hash('sha256', '["1","Monstera","aroid"]', 'base64url').slice(0, 27)}"`);
 });

@@ -2,6 +2,7 @@
 // instances starting together, startup retries, and connections lost under a running store.
 import t, { type Test } from 'tap';
 import pg from 'pg';
+import { loadConfig, storeOptions } from '../src/config.ts';
 import { migrations } from '../src/store/migrations.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
 import { StoreUnavailableError } from '../src/store/types.ts';
@@ -9,9 +10,10 @@ import { storeContract } from './store-contract.ts';
 import { freshSchemaUrl, postgresTestOptions } from './postgres.ts';
 
 const options = await postgresTestOptions();
+const DEFAULTS = storeOptions(loadConfig({}));
 
 async function openFresh(t: Test, url?: string): Promise<PostgresStore> {
-  const store = await PostgresStore.open(url ?? (await freshSchemaUrl()), { poolSize: 4 });
+  const store = await PostgresStore.open(url ?? (await freshSchemaUrl()), { ...DEFAULTS, poolSize: 4 });
   t.teardown(() => store.close());
   return store;
 }
@@ -78,6 +80,7 @@ t.test('postgres', options, async (t) => {
   t.test('an unreachable server is retried with backoff at startup, then reported', async (t) => {
     const retries: number[] = [];
     const failure = await PostgresStore.open('postgres://root@127.0.0.1:1/none', {
+      ...DEFAULTS,
       poolSize: 1,
       startupAttempts: 3,
       onConnectionError: (_error, retryInMs) => retries.push(retryInMs!),
@@ -92,7 +95,7 @@ t.test('postgres', options, async (t) => {
   t.test('a lost connection is reported, never crashes, and the pool reconnects', async (t) => {
     const url = await freshSchemaUrl();
     const lost: Error[] = [];
-    const store = await PostgresStore.open(url, { poolSize: 2, onConnectionError: (error) => lost.push(error) });
+    const store = await PostgresStore.open(url, { ...DEFAULTS, poolSize: 2, onConnectionError: (error) => lost.push(error) });
     t.teardown(() => store.close());
     await store.createPlant({ id: 1n, name: 'before' });
     const admin = new pg.Client({ connectionString: url });

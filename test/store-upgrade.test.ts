@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import t, { type Test } from 'tap';
+import { loadConfig, storeOptions } from '../src/config.ts';
 import { migrations } from '../src/store/migrations.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
@@ -88,7 +89,7 @@ t.test('a PostgreSQL schema written before opens and keeps working', await postg
   await client.connect();
   t.teardown(() => client.end());
   await client.query(fixture('store-before.postgres.sql'));
-  const store = await PostgresStore.open(url, { poolSize: 2 });
+  const store = await PostgresStore.open(url, { ...storeOptions(loadConfig({})), poolSize: 2 });
   t.teardown(() => store.close());
   await upgraded(t, store, async () => (await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version));
 });

@@ -1,4 +1,5 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
+import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export interface ErrorBody {
@@ -101,10 +102,13 @@ export function clientErrorRefusal(error: NodeJS.ErrnoException): HttpError {
   return new HttpError(status, message, { connection: 'close' });
 }
 
-/** A whole HTTP answer with the Error body and `Connection: close`, for sockets Fastify never sees. */
+/**
+ * A whole HTTP answer with the Error body and `Connection: close`, for sockets Fastify never sees.
+ * No request was parsed, so none named itself: the answer gets a new X-Request-Id, as every answer has one.
+ */
 export function rawErrorAnswer(status: number, message: string, headers: Record<string, string> = {}): string {
   const body = JSON.stringify({ error: status, message } satisfies ErrorBody);
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const extra = Object.entries({ ...headers, 'X-Request-Id': randomUUID() }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return (
     `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`

@@ -2,7 +2,7 @@
 // default, except that a malformed percent-encoding (`%FF`, a bare `%`) is a 400, as it is in the path,
 // where fast-querystring would keep the text undecoded. The parser runs inside the router, where a throw
 // would escape every handler; it answers a MalformedQuery instead, which a hook turns into the 400.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import querystring from 'fast-querystring';
 import { HttpError } from './errors.ts';
 
@@ -28,11 +28,17 @@ export function parseQueryString(text: string): Record<string, unknown> {
 export function refuseMalformedQueries(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const query: unknown = request.query;
-    // An unknown path stays a 404: it is no operation, whatever its query says.
-    if (!(query instanceof MalformedQuery) || request.is404) return done();
+    // Only an operation has query parameters: an unknown path stays a 404, and an OPTIONS (CORS's
+    // route) gets what CORS answers, whatever the query says.
+    if (!(query instanceof MalformedQuery) || !isOperation(request)) return done();
     const subject = query.parameter === undefined ? 'A query parameter name' : `The query parameter "${query.parameter}"`;
     done(new HttpError(400, `${subject} is not valid: it contains a malformed percent-encoding.`));
   });
+}
+
+/** Whether the request's route is one of openapi.yaml's operations, rather than a 404, the docs or CORS's OPTIONS route. */
+function isOperation(request: FastifyRequest): boolean {
+  return (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId !== undefined;
 }
 
 // Whole or piece by piece, the same answer: '&' and '=' are never part of an escape, so every escape

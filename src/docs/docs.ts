@@ -4,6 +4,8 @@ import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
+import { exactJson } from '../int64.ts';
+import { parseSpecification } from '../spec-path.ts';
 import type { OperationHandler } from '../contract/operations.ts';
 import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
 
@@ -88,7 +90,7 @@ export function createDocsHandlers(readText: () => string): {
   let yaml: Promise<StoredAnswer> | undefined;
   return {
     async getOpenApiJson(request, reply) {
-      json ??= yamlToJson(readText()).then((text) => storeAnswer('application/json; charset=utf-8', text));
+      json ??= storeAnswer('application/json; charset=utf-8', exactJson(parseSpecification(readText())));
       return sendStored(request, reply, await json);
     },
     async getOpenApiYaml(request, reply) {
@@ -96,12 +98,4 @@ export function createDocsHandlers(readText: () => string): {
       return sendStored(request, reply, await yaml);
     },
   };
-}
-
-// The `yaml` package, loaded on the first request rather than at every start: unlike js-yaml it
-// reads integers as BigInt, so an int64 example above 2^53 keeps every digit in the JSON.
-async function yamlToJson(text: string): Promise<string> {
-  const { parse } = await import('yaml');
-  const document: unknown = parse(text, { intAsBigInt: true });
-  return JSON.stringify(document, (_key, value: unknown) => (typeof value === 'bigint' ? JSON.rawJSON(String(value)) : value));
 }

@@ -3,7 +3,7 @@
 // every answer carries the id and every request is counted and traced, whatever refuses it.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { TracingConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import type { Redact } from './redaction.ts';
 import { returnRequestIds } from './request-id.ts';
@@ -12,7 +12,7 @@ import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
 export interface ObservabilityOptions {
   /** The outbox queue depth, shown in /metrics. */
   pendingDeliveries: () => Promise<number>;
-  tracing?: TracingConfig | undefined;
+  tracing?: Config['tracing'];
   withOutboxTrace: WithOutboxTrace;
   /** The rule that keeps tokens out of spans, the one the logs use. */
   redact: Redact;

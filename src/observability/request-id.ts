@@ -3,7 +3,7 @@
 // on every answer that reaches routing (a request too malformed to parse as HTTP has no id yet).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redact } from './redaction.ts';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -19,7 +19,12 @@ export function requestIds(redact: Redact): (request: IncomingMessage) => string
 export function returnRequestIds(app: FastifyInstance): void {
   // Set as the request arrives: error answers keep the headers set before the error.
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
+    returnRequestId(request, reply);
     done();
   });
+}
+
+/** Puts the request's id on its answer; for answers given before any onRequest hook runs. */
+export function returnRequestId(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
 }

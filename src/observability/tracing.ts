@@ -5,36 +5,14 @@
 // log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
 // Every span is exported through RedactingExporter, so no token reaches the collector.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
-import {
-  context,
-  diag,
-  DiagLogLevel,
-  propagation,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Context,
-  type DiagLogger,
-  type Span,
-} from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type DiagLogger, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-  type Sampler,
-} from '@opentelemetry/sdk-trace';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
 import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TracingConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { methodsOf } from './metrics.ts';
 import { RedactingExporter } from './redacting-exporter.ts';
 import type { Redact } from './redaction.ts';
@@ -63,39 +41,38 @@ const TRACER = 'plant-store';
 const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
-export async function startTracing(app: FastifyInstance, config: TracingConfig, withOutboxTrace: WithOutboxTrace, redact: Redact): Promise<Tracing> {
-  const provider = new TracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
-    sampler: samplerFor(config),
-    // Tokens are redacted on the way out, by the rule the logs use.
-    spanProcessors: [
-      new BatchSpanProcessor({ exporter: new RedactingExporter(new OTLPTraceExporter({ url: config.tracesUrl }), redact), scheduledDelayMillis: config.batchDelayMs }),
-    ],
-  });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
-  // The SDK's own troubles (a collector refusing spans) would otherwise go unsaid.
-  diag.setLogger(diagnosticsTo(app.log), DiagLogLevel.WARN);
-  // Spans still in the batch are sent before the process stops, but a collector that does not
-  // answer must not hold the stop past SHUTDOWN_TIMEOUT (the flush gets FLUSH_ON_CLOSE_MS), and
-  // one that refuses them must not make the stop a failure.
-  app.addHook('onClose', async () => {
-    const flushed = provider.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'the last spans could not be sent to the OpenTelemetry collector'));
-    await Promise.race([flushed, sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]);
-  });
-
+export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullable<Config['tracing']>, withOutboxTrace: WithOutboxTrace, redact: Redact): Promise<Tracing> {
   const instrumentation = new FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler, which would cost on every request.
     instrumentHooks: false,
     instrumentHandler: false,
     requestHook: nameByOperation,
   });
-  instrumentation.setTracerProvider(provider);
+  // The SDK and the exporter read OTEL_* themselves, as the specification defines them; tokens are
+  // redacted on the way out, by the rule the logs use.
+  const sdk = new NodeSDK({
+    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK's detectors, win over this name.
+    resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: TRACER })),
+    traceExporter: new RedactingExporter(new OTLPTraceExporter(), redact),
+    instrumentations: [instrumentation],
+    // Metrics are served at /metrics and logs written to stdout: neither is sent to the collector.
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  // The SDK's own troubles (a collector refusing spans) would otherwise go unsaid.
+  diag.setLogger(diagnosticsTo(app.log), DiagLogLevel.WARN);
+  // Spans still in the batch are sent before the process stops, but a collector that does not
+  // answer must not hold the stop past SHUTDOWN_TIMEOUT (the flush gets FLUSH_ON_CLOSE_MS), and
+  // one that refuses them must not make the stop a failure.
+  app.addHook('onClose', async () => {
+    const flushed = sdk.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'the last spans could not be sent to the OpenTelemetry collector'));
+    await Promise.race([flushed, sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]);
+  });
   await app.register(instrumentation.plugin());
   app.addHook('onRequest', bindTraceToLogs);
 
-  const tracer = provider.getTracer(TRACER);
+  const tracer = trace.getTracer(TRACER);
   return {
     instrument: (store) => traceStore(store, (name, call) => storeSpan(name, call)),
     traceAttempt: (delivery, attempt) => {
@@ -112,7 +89,7 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig, 
   function storeSpan<T>(name: string, call: () => T): T {
     // Store calls outside a request or delivery (the dispatcher's polls) would each start a trace of their own.
     if (trace.getSpan(context.active()) === undefined) return call();
-    const attributes = { [ATTR_DB_SYSTEM_NAME]: config.dbSystem, 'db.system': config.dbSystem };
+    const attributes = { [ATTR_DB_SYSTEM_NAME]: dbSystem, 'db.system': dbSystem };
     return tracer.startActiveSpan(`store.${name}`, { kind: SpanKind.CLIENT, attributes }, (span) => {
       const result = withOutboxTrace(traceparentOf(context.active()), call);
       return result instanceof Promise ? (ended(span, result) as T) : (span.end(), result);
@@ -123,11 +100,6 @@ export async function startTracing(app: FastifyInstance, config: TracingConfig, 
 function diagnosticsTo(log: FastifyBaseLogger): DiagLogger {
   const say = (level: 'warn' | 'debug') => (message: string, ...args: unknown[]) => log[level]({ opentelemetry: args }, `OpenTelemetry: ${message}`);
   return { error: say('warn'), warn: say('warn'), info: say('debug'), debug: say('debug'), verbose: say('debug') };
-}
-
-function samplerFor({ sampler, samplerRatio }: TracingConfig): Sampler {
-  const root = sampler.endsWith('always_off') ? new AlwaysOffSampler() : sampler.endsWith('traceidratio') ? new TraceIdRatioBasedSampler(samplerRatio) : new AlwaysOnSampler();
-  return sampler.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 }
 
 function nameByOperation(span: Span, request: FastifyRequest): void {

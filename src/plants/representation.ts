@@ -1,15 +1,17 @@
 // How a stored plant appears on the wire beyond its JSON shape (which the response schemas of
 // openapi.yaml write from the record): its ETag. Its page cursor is contract/paging.ts's, keyed by id.
 import { hash } from 'node:crypto';
+import { exactJson } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 
 /** A strong ETag of the plant's content: equal exactly when every field is. */
 export function plantEtag(plant: PlantRecord): string {
-  // Fields added after name and tag are hashed after them, only when present: existing ETags stay valid.
+  // Fields added after name and tag are hashed after them, only when present: existing ETags stay valid;
+  // an int64 field added is hashed with all its digits.
   const fields: unknown[] = [String(plant.id), plant.name, plant.tag ?? null];
   const added = addedFields(plant);
   if (added !== undefined) fields.push(inKeyOrder(added));
-  const content = JSON.stringify(fields);
+  const content = exactJson(fields);
   return `"${hash('sha256', content, 'base64url').slice(0, 27)}"`;
 }
 

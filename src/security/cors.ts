@@ -41,9 +41,11 @@ export async function allowCrossOrigin(app: FastifyInstance, origins: readonly s
   app.addHook('onRequest', refuseForeignPreflights);
 }
 
-// What reaches this hook as a preflight comes from an origin not listed (the plugin answered the
-// others): a 403 Error that says why, rather than the 404 "no such operation" it would get.
-function refuseForeignPreflights(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined) return done();
+// What reaches this hook as an OPTIONS comes from an origin not listed (the plugin answered the
+// others). A preflight gets a 403 Error that says why, rather than the 404 "no such operation" it
+// would get; any other OPTIONS is no operation, as without CORS_ORIGINS: 404, before its body is read.
+function refuseForeignPreflights(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  if (request.method !== 'OPTIONS') return done();
+  if (request.headers['access-control-request-method'] === undefined) return reply.callNotFound();
   done(new HttpError(403, 'This origin may not call the API from a browser: it is not one of the CORS_ORIGINS of the service.'));
 }

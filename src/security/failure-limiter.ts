@@ -66,9 +66,6 @@ export function createFailureLimiter({ max, windowMs, now = Date.now }: Options)
     inFlight = 0;
     readonly known: string[] = [];
 
-    blocked(at: number): boolean {
-      return this.failures >= max && this.resetAt > at;
-    }
     /** Still worth keeping: inside its window, or with attempts queued. */
     live(at: number): boolean {
       return this.resetAt > at || this.nextTurnAt > at || this.inFlight > 0;

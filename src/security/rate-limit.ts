@@ -1,15 +1,14 @@
 // Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit. It runs as a
 // preParsing hook, after authentication, so the key is the token and not the address; with
-// REDIS_URL the budget is shared by every instance through a Redis store (the plugin's documented
-// custom store interface), each call bounded by REDIS_TIMEOUT (redis-deadline.ts): past it, or with
-// Redis down, the check is skipped (skipOnError) and the request served unlimited; serving without
-// a limit beats not serving.
+// REDIS_URL the budget is shared by every instance through Redis. A check Redis does not answer
+// within REDIS_TIMEOUT, or made while Redis is unreachable, is skipped (skipOnError) and the request
+// served unlimited: serving without a limit beats not serving.
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
-import { setTimeout as delay } from 'node:timers/promises';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
-import { createRedisDeadline, type RedisDeadline, type RedisSkipReason } from './redis-deadline.ts';
+
+/** timeout: Redis did not answer within REDIS_TIMEOUT; unavailable: no connection; error: Redis answered an error. */
+export type RedisSkipReason = 'timeout' | 'unavailable' | 'error';
 
 export interface RateLimitOptions {
   perMinute?: number;
@@ -20,13 +19,9 @@ export interface RateLimitOptions {
   onSkip?: (reason: RedisSkipReason) => void;
 }
 
-const NAMESPACE = 'plant-store:rate-limit:';
-// A command is sent, or queued while a connection is being set up; otherwise it fails at once.
-const CONNECTED = new Set(['connecting', 'connect', 'ready']);
-
 export async function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
   if (options.perMinute === undefined) return;
-  const store = options.redisUrl ? await sharedStore(app, options.redisUrl, options) : undefined;
+  const store = options.redisUrl ? await redisStore(app, options.redisUrl, options) : undefined;
   await app.register(fastifyRateLimit, {
     global: true,
     hook: 'preParsing',
@@ -42,33 +37,7 @@ export async function registerRateLimit(app: FastifyInstance, options: RateLimit
   });
 }
 
-/** The plugin's Redis store, each call bounded by REDIS_TIMEOUT. */
-async function sharedStore(app: FastifyInstance, url: string, options: RateLimitOptions) {
-  const redis = await connectRedis(app, url, options.redisTimeoutMs);
-  const deadline = createRedisDeadline({
-    timeoutMs: options.redisTimeoutMs,
-    connected: () => CONNECTED.has(redis.status),
-    log: app.log,
-    ...(options.onSkip && { onSkip: options.onSkip }),
-  });
-  redis.on('error', (error: Error) => deadline.connectionError(error));
-  redis.on('ready', () => deadline.connectionReady());
-  return redisStore(redis, deadline);
-}
-
-// ioredis is loaded only when REDIS_URL asks for it. Its offline queue holds a command only while a
-// connection is being set up (the deadline fails it at once otherwise), so an instance's first
-// requests wait for Redis rather than skip it; maxRetriesPerRequest fails queued commands when a
-// reconnection fails.
-async function connectRedis(app: FastifyInstance, url: string, timeoutMs: number): Promise<Redis> {
-  const redis = new (await import('ioredis')).Redis(url, { maxRetriesPerRequest: 1 });
-  app.addHook('onClose', async () => {
-    // QUIT waits for Redis's answer: a hung Redis gets REDIS_TIMEOUT, then the connection is dropped.
-    await Promise.race([redis.quit().catch(() => undefined), delay(timeoutMs, undefined, { ref: false })]);
-    redis.disconnect();
-  });
-  return redis;
-}
+const NAMESPACE = 'plant-store:rate-limit:';
 
 // A fixed window per key: the first hit starts it (PEXPIRE), every hit counts (INCR), and the
 // answer says how long the window has left (PTTL), in one round trip.
@@ -79,21 +48,96 @@ if current == 1 then redis.call('PEXPIRE', KEYS[1], ttl) else ttl = redis.call('
 return {current, ttl}
 `;
 
-type IncrResult = { current: number; ttl: number };
-type IncrCallback = (error: Error | null, result?: IncrResult) => void;
-type RateLimitRedis = Redis & { rateLimitIncrement(key: string, timeWindow: number): Promise<[number, number]> };
+/**
+ * The budget in Redis, through the plugin's documented store interface rather than its `redis`
+ * option: under skipOnError the plugin swallows a store error without a word, and each skipped
+ * check must reach /metrics and the log.
+ */
+async function redisStore(app: FastifyInstance, url: string, options: RateLimitOptions) {
+  // ioredis is loaded only when REDIS_URL asks for it.
+  const { Redis, ReplyError } = await import('ioredis');
+  const timeoutMs = options.redisTimeoutMs;
+  const redis = new Redis(url, {
+    // A check waits at most REDIS_TIMEOUT; a connection silent that long is dropped and set up
+    // again, so a hung Redis collects no queue and its recovery shows as a new connection.
+    commandTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    // Checks queued while a connection is set up fail when it fails; one given up is never resent.
+    maxRetriesPerRequest: 1,
+    autoResendUnfulfilledCommands: false,
+  });
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => undefined); // bounded by commandTimeout
+    redis.disconnect();
+  });
+  const health = redisHealth(app.log, timeoutMs, options.onSkip);
+  // An instance's first checks wait for its first connection; later, none waits for a reconnection.
+  let connectedOnce = false;
+  // A check went unanswered: the checks skipped until Redis is ready again are late too.
+  let hung = false;
+  redis.on('ready', () => {
+    connectedOnce = true;
+    hung = false;
+    health.answered();
+  });
+  redis.on('error', (error: Error) => health.warn('unavailable', error));
 
-/** The store as the plugin takes it: a class it builds with `new`. */
-function redisStore(redis: Redis, deadline: RedisDeadline) {
-  redis.defineCommand('rateLimitIncrement', { numberOfKeys: 1, lua: INCREMENT });
-  const counter = redis as RateLimitRedis;
-  const incr = (key: string, callback: IncrCallback, timeWindow?: number) => {
-    const send = () => counter.rateLimitIncrement(NAMESPACE + key, timeWindow!).then(([current, ttl]) => ({ current, ttl }));
-    deadline.call(send).then((result) => callback(null, result), (error: Error) => callback(error));
+  const incr = (key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow?: number) => {
+    const skip = (reason: RedisSkipReason, error?: Error) => {
+      health.skipped(reason, error);
+      callback(error ?? new Error(`Redis check skipped: ${reason}`));
+    };
+    const ready = redis.status === 'ready';
+    if (!ready && connectedOnce) return skip(hung ? 'timeout' : 'unavailable');
+    (redis.eval(INCREMENT, 1, NAMESPACE + key, timeWindow!) as Promise<[number, number]>).then(
+      ([current, ttl]) => {
+        health.answered();
+        callback(null, { current, ttl });
+      },
+      (error: Error) => {
+        if (error instanceof ReplyError) return skip('error', error);
+        hung ||= ready;
+        skip(ready ? 'timeout' : 'unavailable', error);
+      },
+    );
   };
   return class implements FastifyRateLimitStore {
     incr = incr;
     // Route-level limits are not used; a child shares the global budget.
     child = () => this;
+  };
+}
+
+const WARNING_INTERVAL_MS = 60_000;
+
+/** Counts each skipped check (for /metrics); logs when skipping begins, at most once a minute while it lasts, and when Redis answers again. */
+function redisHealth(log: FastifyBaseLogger, timeoutMs: number, onSkip?: (reason: RedisSkipReason) => void) {
+  let degraded = false;
+  let lastWarningAt = 0;
+  /** Checks skipped since the last log line about Redis: each line says how many. */
+  let skippedChecks = 0;
+  const warn = (reason: RedisSkipReason, error?: Error) => {
+    if (degraded && Date.now() - lastWarningAt < WARNING_INTERVAL_MS) return;
+    log.warn(
+      { reason, skippedChecks, timeoutMs, ...(error && { err: error }) },
+      'Redis did not answer within REDIS_TIMEOUT or is unreachable: rate limits are skipped (requests served unlimited) until it answers again',
+    );
+    degraded = true;
+    lastWarningAt = Date.now();
+    skippedChecks = 0;
+  };
+  return {
+    warn,
+    skipped(reason: RedisSkipReason, error?: Error) {
+      skippedChecks++;
+      onSkip?.(reason);
+      warn(reason, error);
+    },
+    answered() {
+      if (!degraded) return;
+      degraded = false;
+      log.info({ skippedChecks }, 'Redis answers again: rate limits are shared again');
+      skippedChecks = 0;
+    },
   };
 }

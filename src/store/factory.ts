@@ -1,4 +1,5 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
+import { loadConfig, storeOptions } from '../config.ts';
 import { checkSqlitePath, DatabaseUrlError, postgresOpenFailure, postgresTarget, sqliteOpenFailure } from './open-failures.ts';
 import type { PostgresOptions } from './postgres.ts';
 import { SqliteStore, type SqliteOptions } from './sqlite.ts';
@@ -8,8 +9,6 @@ export { DatabaseUrlError };
 
 export type StoreOptions = Partial<PostgresOptions> & SqliteOptions;
 
-const DEFAULT_POOL_SIZE = 10;
-
 /** Opens the store; a DATABASE_URL that cannot work (bad value, unreachable, refused) throws a one-line DatabaseUrlError. */
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
   if (databaseUrl.startsWith('sqlite:')) return openSqlite(sqlitePath(databaseUrl), options);
@@ -18,7 +17,8 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
     // Loaded only here: a SQLite deployment never pays for the pg driver at boot.
     const { PostgresStore, StartupGaveUpError } = await import('./postgres.ts');
     try {
-      return await PostgresStore.open(databaseUrl, { poolSize: DEFAULT_POOL_SIZE, ...options });
+      // What the caller leaves out is what the configuration defaults to.
+      return await PostgresStore.open(databaseUrl, { ...storeOptions(loadConfig({})), ...options });
     } catch (error) {
       throw postgresOpenFailure(error, target, error instanceof StartupGaveUpError ? error.triedForMs : undefined);
     }

@@ -1,6 +1,7 @@
 // The plant fields the store keeps, each with the kind of column that holds it: every plant statement of
 // both databases is written from this list, and the start compares it with openapi.yaml, because a declared
 // field that no column holds would be validated, echoed in the answer and then silently dropped.
+import { SpecificationError } from '../spec-path.ts';
 import { PLANT_FIELD_MIGRATIONS } from './migrations.ts';
 import type { EveryPlantField, PlantContent } from './types.ts';
 
@@ -34,7 +35,7 @@ export type PlantField = keyof PlantContent;
 export const PLANT_FIELD_NAMES = Object.keys(PLANT_FIELDS) as PlantField[];
 
 /** openapi.yaml declares a plant field the store does not keep; the message names it and says what to do. */
-export class UnkeptPlantFieldError extends Error {}
+export class UnkeptPlantFieldError extends SpecificationError {}
 
 /** The schemas that hold a plant: what a request may send and what the store answers. */
 const PLANT_SCHEMAS = ['Plant', 'NewPlant', 'StoredPlant'];

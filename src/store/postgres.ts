@@ -16,10 +16,10 @@ export interface PostgresOptions {
   onConnectionError?: (error: Error, retryInMs?: number) => void;
   /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s); default: no limit but time. */
   startupAttempts?: number;
-  /** How long a start keeps retrying an unreachable server (DATABASE_STARTUP_TIMEOUT); default 20 s. */
-  startupTimeoutMs?: number;
-  /** The longest any one wait for the server lasts: a pool connection, a statement's answer (DATABASE_QUERY_TIMEOUT); default 5 s. */
-  queryTimeoutMs?: number;
+  /** How long a start keeps retrying an unreachable server (DATABASE_STARTUP_TIMEOUT). */
+  startupTimeoutMs: number;
+  /** The longest any one wait for the server lasts: a pool connection, a statement's answer (DATABASE_QUERY_TIMEOUT). */
+  queryTimeoutMs: number;
 }
 
 /** A start gave up on an unreachable server; says how long it tried. */
@@ -35,8 +35,6 @@ export class StartupGaveUpError extends StoreUnavailableError {
   }
 }
 
-const DEFAULT_STARTUP_TIMEOUT_MS = 20_000;
-const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 /** The longest /readyz waits for the database (less when DATABASE_QUERY_TIMEOUT is less): a probe's own timeout is short. */
 const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
@@ -107,9 +105,9 @@ class PostgresDriver implements Driver {
   }
 
   static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresDriver> {
-    const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+    const { queryTimeoutMs } = options;
     // The migration may rightly take long (DDL, another instance's turn): its statements have DATABASE_STARTUP_TIMEOUT.
-    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS), queryTimeoutMs);
+    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, options.startupTimeoutMs), queryTimeoutMs);
     try {
       // Under a lock held until commit, so that instances starting together migrate in turns.
       const migration = function* () {
@@ -304,7 +302,7 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
     max,
     // int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers.
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
-    connectionTimeoutMillis: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+    connectionTimeoutMillis: options.queryTimeoutMs,
     query_timeout: queryTimeoutMs,
     // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.
     keepAlive: true,
@@ -321,7 +319,7 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
 async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
   const attempts = options.startupAttempts ?? Infinity;
   const started = performance.now();
-  const giveUpAt = started + (options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+  const giveUpAt = started + options.startupTimeoutMs;
   let delay = 250;
   for (let attempt = 1; ; attempt++) {
     try {

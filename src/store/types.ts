@@ -1,7 +1,7 @@
 // The storage interface the handlers see. sql.ts implements it over a driver (sqlite.ts, postgres.ts).
 import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
-import { INT64_MAX, INT64_MIN } from '../int64.ts';
+import { exactJson, INT64_MAX, INT64_MIN } from '../int64.ts';
 
 /** A plant as stored: the spec's NewPlant, so a field added to openapi.yaml reaches every driver's types. */
 export type PlantRecord = components['schemas']['NewPlant'];
@@ -239,9 +239,9 @@ export function pageStart(after?: bigint): bigint | undefined {
   return after === INT64_MAX ? undefined : after + 1n;
 }
 
-/** The event body: the plant as JSON, its int64 id written digit for digit. */
+/** The event body: the plant as JSON, its int64 id (and any int64 field added) written digit for digit. */
 export function eventPayload({ id, name, tag, ...added }: PlantRecord): string {
-  return JSON.stringify({ id: JSON.rawJSON(String(id)), name, tag, ...inKeyOrder(added) });
+  return exactJson({ id, name, tag, ...inKeyOrder(added) });
 }
 
 /** The same fields in the order of their names: the order a client sent them in must not change a payload or an ETag. */

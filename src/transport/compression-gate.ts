@@ -9,6 +9,7 @@
 // coding. A gate reading the header its own way let `foo;br` and `x-gzip` through uncounted.
 import type { FastifyInstance, onSendHookHandler } from 'fastify';
 import { negotiatedEncoding, STREAM_THRESHOLD_BYTES } from './compression.ts';
+import { addVary } from './vary.ts';
 
 export interface CompressionGate {
   /** Streams compressing right now. */
@@ -28,7 +29,7 @@ export function createCompressionGate(limit: number): CompressionGate {
     } else if (active >= limit && streams(payload)) {
       request.headers['x-no-compression'] = 'limit';
       // The answer still varies with Accept-Encoding.
-      reply.header('vary', 'Accept-Encoding');
+      addVary(reply, 'Accept-Encoding');
     } else {
       request.headers['accept-encoding'] = encoding;
     }

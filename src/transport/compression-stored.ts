@@ -8,6 +8,7 @@ import { brotliCompress, gzip } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ifNoneMatchHits } from '../contract/conditional.ts';
 import { BROTLI_OPTIONS, negotiatedEncoding, ZLIB_OPTIONS, type Encoding } from './compression.ts';
+import { addVary } from './vary.ts';
 
 const brotliAsync = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
@@ -41,7 +42,8 @@ export function sendStored(request: FastifyRequest, reply: FastifyReply, answer:
   const chosen = encoding === undefined ? answer.identity : answer.codings[encoding];
   // Read first: a malformed If-None-Match is a 400, which carries neither header.
   const fresh = ifNoneMatchHits(request.headers['if-none-match'], chosen.etag);
-  reply.header('vary', 'accept-encoding').header('etag', chosen.etag);
+  addVary(reply, 'accept-encoding');
+  reply.header('etag', chosen.etag);
   if (fresh) return reply.code(304).send();
   if (encoding !== undefined) reply.header('content-encoding', encoding);
   return reply.type(answer.type).send(chosen.bytes);

@@ -1,12 +1,14 @@
-// Response compression (gzip, brotli) for the operations whose answers can be large: their routes
-// are built with these compression options. The others (a plant, a webhook, a health check) are
-// built with `compress: false`, so they carry no compression hook at all, and their strong ETags
-// always describe the bytes sent; the contract's documents are compressed once (compression-stored.ts).
+// Response compression (gzip, brotli) for the operations whose answers openapi.yaml says may be
+// compressed (a response declaring `Content-Encoding`): their routes are built with these options.
+// The others (a plant, a webhook, a health check) are built with `compress: false`, so they carry no
+// compression hook at all, and their strong ETags always describe the bytes sent. The contract's
+// documents are compressed once by their handler (compression-stored.ts), and @fastify/compress
+// leaves an answer that already has its Content-Encoding as it is.
 import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
 import type { FastifyInstance, onSendHookHandler, RouteOptions } from 'fastify';
-import type { OperationId } from '../contract/operations.ts';
+import type { OperationFacts } from '../contract/operation-facts.ts';
 
 /** Answers smaller than this are sent as they are: compressing them saves less than it costs. */
 export const COMPRESSION_THRESHOLD_BYTES = 1024;
@@ -21,9 +23,6 @@ const ENCODINGS: Encoding[] = ['br', 'gzip'];
 // Brotli quality 4 and gzip level 6: the higher settings cost many times the CPU for no smaller page.
 export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
 export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
-
-/** The operations that answer lists or metrics; none of them sends an ETag. */
-const COMPRESSED_OPERATIONS: ReadonlySet<OperationId> = new Set<OperationId>(['listPlants', 'listWebhooks', 'listWebhookDeliveries', 'getMetrics']);
 
 /** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
 const ROUTE_COMPRESSION = {
@@ -50,8 +49,8 @@ export function negotiatedEncoding(acceptEncoding: string | undefined): Encoding
 }
 
 /** An operation's `compress` route option. */
-export function compressionOf(operationId: string): typeof ROUTE_COMPRESSION | false {
-  return COMPRESSED_OPERATIONS.has(operationId as OperationId) ? ROUTE_COMPRESSION : false;
+export function compressionOf({ compressed }: OperationFacts): typeof ROUTE_COMPRESSION | false {
+  return compressed ? ROUTE_COMPRESSION : false;
 }
 
 export async function registerCompression(app: FastifyInstance): Promise<void> {

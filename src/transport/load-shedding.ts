@@ -3,29 +3,17 @@
 //   (the query on SQLite, the JSON always), and 64 of them read in one poll ran back to back while
 //   a /healthz probe waited seconds to be accepted. Past `pageReadsQueued` waiting, 503.
 // - @fastify/under-pressure answers 503 to other requests while the event loop lags or the heap is
-//   nearly full, except the health checks, /metrics and the contract, which must answer most then.
+//   nearly full, except the operations openapi.yaml marks `x-answered-under-pressure` (the health
+//   checks, /metrics and the contract), which must answer most then.
+// Which operations are page reads, and which are marked, are facts of openapi.yaml (operation-facts.ts).
 import { getHeapStatistics } from 'node:v8';
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
-import type { OperationId } from '../contract/operations.ts';
+import type { OperationFacts } from '../contract/operation-facts.ts';
 
-export interface SheddingLimits {
-  /** List reads worked on at once; 0: no turns. */
-  pageReadsAtOnce: number;
-  /** List reads waiting for their turn; past it, 503. */
-  pageReadsQueued: number;
-  /** Mean event-loop delay (ms) over a second past which requests get 503; 0: not checked. */
-  maxEventLoopDelayMs: number;
-  /** Heap used, in percent of V8's heap limit, past which requests get 503; 0: not checked. */
-  maxHeapUsedPercent: number;
-}
-
-/** The operations whose answers are pages of up to 1,000 items. */
-const PAGE_READS: ReadonlySet<OperationId> = new Set<OperationId>(['listPlants', 'listWebhooks', 'listWebhookDeliveries']);
-
-/** Answered under pressure too: a probe or a scrape that fails then would make things worse; the contract is cheap. */
-const ALWAYS_ANSWERED: ReadonlySet<OperationId> = new Set<OperationId>(['getHealth', 'getReadiness', 'getMetrics', 'getOpenApiJson', 'getOpenApiYaml']);
+type SheddingLimits = Pick<Config['limits'], 'pageReadsAtOnce' | 'pageReadsQueued' | 'maxEventLoopDelayMs' | 'maxHeapUsedPercent'>;
 
 const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
@@ -86,15 +74,18 @@ export interface ShedRouteOptions {
   config?: { pressureHandler: () => undefined };
 }
 
-/** What shedding adds to an operation's route: its turn for page reads, its exemption for health. */
-export function sheddingFor(limits: SheddingLimits): (operationId: string, handler: RouteOptions['handler']) => ShedRouteOptions {
+/**
+ * What shedding adds to an operation's route: its turn when it reads pages, its exemption when it
+ * is answered under pressure (a probe or a scrape that fails then would make things worse).
+ */
+export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
   const turns = limits.pageReadsAtOnce > 0 ? new Turns(limits.pageReadsAtOnce, limits.pageReadsQueued) : undefined;
-  return (operationId, handler) => {
-    if (ALWAYS_ANSWERED.has(operationId as OperationId)) return { handler, config: { pressureHandler: admit } };
-    if (turns === undefined || !PAGE_READS.has(operationId as OperationId)) return { handler };
-    return {
-      handler: async (request, reply) => (await turns.take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL),
-    };
+  return ({ pageRead, answeredUnderPressure }, handler) => {
+    const inTurn: RouteOptions['handler'] =
+      turns === undefined || !pageRead
+        ? handler
+        : async (request, reply) => (await turns.take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
+    return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
   };
 }
 

@@ -2,43 +2,30 @@
 // read, the answers decided below routing (edges.ts), and compression for the routes built with it.
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { registerCompression } from './compression.ts';
+import type { Config } from '../config.ts';
+import type { OperationFacts } from '../contract/operation-facts.ts';
+import { compressionOf, headFramedAsGet, registerCompression } from './compression.ts';
 import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
 import { answerTransportEdges } from './edges.ts';
 import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
-import { registerPressureChecks, sheddingFor, type SheddingLimits, type ShedRouteOptions } from './load-shedding.ts';
+import { registerPressureChecks, sheddingFor, type ShedRouteOptions } from './load-shedding.ts';
 import { closeOnUnreadBodies } from './unread-body.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     lifecycle: Lifecycle;
     /** An operation's handler and route config with its load shedding: its turn, or its exemption. */
-    shedding: (operationId: string, handler: RouteOptions['handler']) => ShedRouteOptions;
+    shedding: (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions;
+    /** An operation's `compress` route option: compression options, or false. */
+    compressionFor: typeof compressionOf;
   }
 }
 
-/** How much the transport admits at once (config.ts's LimitsConfig has this shape). */
-export interface TransportLimits extends SheddingLimits {
-  /** Answers over 64 KiB compressed at once; past it they are sent uncompressed. 0: none compressed. */
-  compressions: number;
-  /** Open connections; past it the connection idle the longest is closed to admit the new one. */
-  connections: number;
-}
-
 export interface TransportOptions {
-  limits: TransportLimits;
+  /** How much the transport admits at once (src/config.ts says what each limit means). */
+  limits: Config['limits'];
 }
-
-/** The limits when none are configured: those of src/config.ts's defaults. */
-export const DEFAULT_LIMITS: TransportLimits = {
-  compressions: 4,
-  connections: 1000,
-  pageReadsAtOnce: 4,
-  pageReadsQueued: 64,
-  maxEventLoopDelayMs: 500,
-  maxHeapUsedPercent: 90,
-};
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
@@ -46,6 +33,9 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   answerTransportEdges(app);
   await registerCompression(app);
   gateCompressedRoutes(app, createCompressionGate(limits.compressions));
+  // After compression's own onRoute hook and the gate's, so that it sees their onSend hooks.
+  app.addHook('onRoute', headFramedAsGet);
+  app.decorate('compressionFor', compressionOf);
   limitConnections(app.server, limits.connections);
   app.decorate('shedding', sheddingFor(limits));
   await registerPressureChecks(app, limits);

@@ -3,10 +3,12 @@
 // every process is SIGKILLed at the end of the test that spawned it if it is still running, and by
 // the reaper if the test process ends first (a tap timeout).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { REPO_ROOT } from './paths.ts';
 import { reapChild } from './reaper.ts';
+import { copyRepository } from './scratch.ts';
 
 export interface Exit {
   code: number | null;
@@ -182,6 +184,28 @@ export async function runToExit(
   server.waitFor('stdout', /"msg":"Server listening at /).then(() => server.child.kill('SIGKILL'), () => undefined);
   const exit = await server.exited;
   return { ...exit, stdout: server.stdout(), stderr: server.stderr() };
+}
+
+/**
+ * Starts the server of a copy of the repository (test/harness/scratch.ts) that must refuse to start: it
+ * exits 1 without listening, with one line on stderr and no stack trace. Answers that line.
+ */
+export async function failedStartLine(t: Test, repo: string, env: ServerEnv): Promise<string> {
+  const result = await runToExit(t, env, { command: [process.execPath, join(repo, 'src/entry.js')] });
+  const stderr = result.stderr.trimEnd();
+  t.equal(result.code, 1, 'exits 1');
+  t.notMatch(result.stdout, /Server listening/, 'never listened');
+  t.equal(stderr.split('\n').length, 1, `one line:\n${stderr}`);
+  t.notMatch(stderr, /^\s+at /m, 'no stack trace');
+  return stderr;
+}
+
+/** Starts a copy of the repository whose openapi.yaml is `spec`, which must refuse to start: answers failedStartLine's line. */
+export async function failedStartOnSpec(t: Test, spec: string): Promise<string> {
+  const dir = t.testdir();
+  const repo = copyRepository(join(dir, 'repo'), ['openapi.yaml', 'package.json', 'src']);
+  writeFileSync(join(repo, 'openapi.yaml'), spec);
+  return failedStartLine(t, repo, serverEnv(dir));
 }
 
 /** Runs `node <script> ...args` from the repository root until it exits; kills it if the test ends first. */

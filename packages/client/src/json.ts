@@ -3,14 +3,14 @@
 // only when that is exact, and a bigint is written as a plain JSON integer. No JSON.parse source
 // access or JSON.rawJSON, which Node 20 and older browsers lack.
 import { isInteger, isLosslessNumber, isSafeNumber, parse, stringify } from 'lossless-json';
+import { INT64_FIELDS } from './int64-fields.ts';
 import type { components } from './openapi.ts';
 
 /**
- * The keys whose values the contract declares int64: every other integer (`error`, `attempts`…)
- * is an int32 and stays a number. test/client-json.test.ts fails when openapi.yaml adds an int64
- * under another name.
+ * The keys whose values the contract declares int64, as `npm run generate` read them from openapi.yaml:
+ * every other integer (`error`, `attempts`…) is an int32 and stays a number.
  */
-export const INT64_KEYS: ReadonlySet<string> = new Set(['id']);
+export const INT64_KEYS: ReadonlySet<string> = new Set(INT64_FIELDS);
 
 /** A number's text as a bigint (int64 keys) or a number; throws rather than round. */
 function exactNumber(key: string, text: string): bigint | number {
@@ -23,7 +23,7 @@ function revive(key: string, value: unknown): unknown {
   return isLosslessNumber(value) ? exactNumber(key, value.toString()) : value;
 }
 
-/** JSON.parse, with each int64 field (`id`) as an exact bigint; throws a RangeError rather than round any number. */
+/** JSON.parse, with each int64 field (INT64_KEYS) as an exact bigint; throws a RangeError rather than round any number. */
 export function parseExactJson(text: string): unknown {
   return parse(text, revive);
 }

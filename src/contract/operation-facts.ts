@@ -1,0 +1,171 @@
+// What openapi.yaml says of each operation, read once at start: the facts its route is built from
+// (which token it needs, whether its answers are compressed, whether it reads pages that take turns,
+// whether it is answered under pressure), and the JSON fields the client reads as bigint. Each comes
+// from what the contract already states; where OpenAPI has no word, from one `x-` extension on the
+// operation. The rules are listed in docs/architecture.md, "What an operation gets from openapi.yaml".
+import { SpecificationError } from '../spec-path.ts';
+
+/** OpenAPI's security requirement: each scheme's name with the scopes it needs. */
+export type SecurityRequirement = Record<string, string[]>;
+
+export interface OperationFacts {
+  readonly operationId: string;
+  /** Its own `security`, or the document's; empty (`security: []`): it needs no token. */
+  readonly security: readonly SecurityRequirement[];
+  /** One of its responses declares `Content-Encoding`: its answers may be compressed. */
+  readonly compressed: boolean;
+  /** Its 200 answer is an array and it takes a `limit` query parameter: a page read, which takes turns. */
+  readonly pageRead: boolean;
+  /** Marked `x-answered-under-pressure: true`: answered even while the instance sheds load. */
+  readonly answeredUnderPressure: boolean;
+}
+
+/** The one extension: OpenAPI cannot say that an operation must answer while the instance is overloaded. */
+export const ANSWERED_UNDER_PRESSURE = 'x-answered-under-pressure';
+
+/** openapi.yaml states things that cannot all hold; the message, one line, names where and what to change. */
+export class ContradictoryContractError extends SpecificationError {}
+
+type Node = Record<string, unknown>;
+
+/** The keys of a path item that are operations. */
+export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/**
+ * The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId,
+ * which names its handler: an operation without one, or an operationId given twice, is refused.
+ */
+export function deriveOperationFacts(specification: object): Map<string, OperationFacts> {
+  const document = specification as Node;
+  const facts = new Map<string, OperationFacts>();
+  const declaredAt = new Map<string, string>();
+  for (const [path, pathItem] of Object.entries(objectAt(document, 'paths'))) {
+    for (const method of METHODS.filter((name) => name in objectAt(pathItem))) {
+      const operation = objectAt(pathItem, method);
+      const where = `${method.toUpperCase()} ${path}`;
+      const { operationId } = operation;
+      if (typeof operationId !== 'string') {
+        throw new SpecificationError(`openapi.yaml's ${where} has no operationId: give it one, the name of the handler that serves it.`);
+      }
+      if (declaredAt.has(operationId)) {
+        throw new SpecificationError(
+          `openapi.yaml names both ${declaredAt.get(operationId)} and ${where} "${operationId}": give each its own operationId, the name of the handler that serves it.`,
+        );
+      }
+      declaredAt.set(operationId, where);
+      facts.set(operationId, factsOf(document, objectAt(pathItem), operation));
+    }
+  }
+  return facts;
+}
+
+function factsOf(document: Node, pathItem: Node, operation: Node): OperationFacts {
+  const operationId = operation.operationId as string;
+  const refuse = (what: string) => new ContradictoryContractError(`openapi.yaml: operation "${operationId}" ${what}`);
+  const responses = Object.entries(objectAt(operation, 'responses')).map(([status, response]) => [status, resolve(document, response)] as const);
+  const pageAnswer = arrayAnswer(document, responses.find(([status]) => status === '200')?.[1]);
+  const limit = queryParameter(document, [pathItem, operation], 'limit');
+  if (limit !== undefined && pageAnswer === undefined) {
+    throw refuse('takes a `limit` query parameter, which makes it a page read, but its 200 answer is not an array: answer an array (a page), or remove `limit`.');
+  }
+  if (pageAnswer !== undefined) checkPageBound(pageAnswer, limit, refuse);
+  const encoded = responses.filter(([, response]) => declaresHeader(document, response, 'content-encoding'));
+  const bodiless = encoded.find(([, response]) => Object.keys(objectAt(response, 'content')).length === 0);
+  if (bodiless !== undefined) {
+    throw refuse(`declares \`Content-Encoding\` on its ${bodiless[0]} response, which has no content to compress: remove the header from that response.`);
+  }
+  const mark = operation[ANSWERED_UNDER_PRESSURE];
+  if (mark !== undefined && typeof mark !== 'boolean') {
+    throw refuse(`has \`${ANSWERED_UNDER_PRESSURE}: ${JSON.stringify(mark)}\`; write true or false, or leave it out.`);
+  }
+  return {
+    operationId,
+    security: (operation.security ?? document.security ?? []) as SecurityRequirement[],
+    compressed: encoded.length > 0,
+    pageRead: limit !== undefined,
+    answeredUnderPressure: mark === true,
+  };
+}
+
+// A page answer holds no more than `maxItems`, which must allow the largest `limit`: no unbounded list.
+function checkPageBound(schema: Node, limit: Node | undefined, refuse: (what: string) => Error): void {
+  const largest = objectAt(limit, 'schema').maximum;
+  if (typeof schema.maxItems !== 'number') {
+    const bound = typeof largest === 'number' ? `, ${largest}, the largest \`limit\`` : '';
+    throw refuse(`answers 200 with an array without \`maxItems\`: give that array \`maxItems\`${bound}, so that no answer is an unbounded list.`);
+  }
+  if (typeof largest === 'number' && schema.maxItems < largest) {
+    throw refuse(`answers 200 with at most ${schema.maxItems} items (\`maxItems\`) but takes a \`limit\` up to ${largest}: make them equal.`);
+  }
+}
+
+/** The schema of a response's content when it is an array, after $refs. */
+function arrayAnswer(document: Node, response: Node | undefined): Node | undefined {
+  for (const media of Object.values(objectAt(response, 'content'))) {
+    const schema = resolve(document, objectAt(media).schema);
+    if (schema.type === 'array') return schema;
+  }
+  return undefined;
+}
+
+/** The query parameter of that name, from the operation or its path (which OpenAPI lets it override). */
+function queryParameter(document: Node, owners: Node[], name: string): Node | undefined {
+  const parameters = owners.flatMap((owner) => (Array.isArray(owner.parameters) ? owner.parameters : []).map((parameter) => resolve(document, parameter)));
+  return parameters.findLast((parameter) => parameter.in === 'query' && parameter.name === name);
+}
+
+/** Whether the response declares the header; header names are case-insensitive. */
+function declaresHeader(document: Node, response: Node, lowerCaseName: string): boolean {
+  return Object.keys(objectAt(resolve(document, response), 'headers')).some((name) => name.toLowerCase() === lowerCaseName);
+}
+
+/**
+ * Every property name openapi.yaml declares `format: int64`, wherever (schemas, answers, events),
+ * sorted: the client reads JSON numbers under these names as bigint. It reads by name alone, so a
+ * name that is int64 in one place and another number elsewhere is refused.
+ */
+export function int64FieldNames(specification: object): string[] {
+  const document = specification as Node;
+  const int64 = new Set<string>();
+  const otherNumbers = new Set<string>();
+  for (const [name, declared] of properties(document)) {
+    const schema = resolve(document, declared);
+    if (schema.format === 'int64') int64.add(name);
+    else if (schema.type === 'integer' || schema.type === 'number') otherNumbers.add(name);
+  }
+  const clash = [...int64].find((name) => otherNumbers.has(name));
+  if (clash !== undefined) {
+    throw new ContradictoryContractError(
+      `openapi.yaml: the property "${clash}" is int64 in one schema and another number in another; the client reads a number as bigint by its name alone, so rename one of them.`,
+    );
+  }
+  return [...int64].sort();
+}
+
+/** Every property of every schema in the document, its name and its schema; examples left out. */
+function* properties(node: unknown): Generator<[string, unknown]> {
+  if (typeof node !== 'object' || node === null) return;
+  const own = (node as Node).properties;
+  if (typeof own === 'object' && own !== null && !Array.isArray(own)) yield* Object.entries(own);
+  for (const [key, child] of Object.entries(node)) if (key !== 'example' && key !== 'examples') yield* properties(child);
+}
+
+/** The object a local `$ref` (`#/components/...`) names, following chains; anything else as it is. */
+function resolve(document: Node, node: unknown, seen = new Set<string>()): Node {
+  const reference = objectAt(node).$ref;
+  if (typeof reference !== 'string' || !reference.startsWith('#/') || seen.has(reference)) return objectAt(node);
+  seen.add(reference);
+  const target = reference.slice(2).split('/').map(unescapePointer).reduce<unknown>((at, key) => objectAt(at)[key], document);
+  return resolve(document, target, seen);
+}
+
+// JSON Pointer's escapes (RFC 6901): ~1 is /, ~0 is ~.
+function unescapePointer(token: string): string {
+  return token.replaceAll('~1', '/').replaceAll('~0', '~');
+}
+
+/** `node[key]` (or the node) when it is an object; an empty one otherwise, so that absent parts read as empty. */
+function objectAt(node: unknown, key?: string): Node {
+  const value = key === undefined ? node : typeof node === 'object' && node !== null ? (node as Node)[key] : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Node) : {};
+}

@@ -1,0 +1,11 @@
+// Vary is shared: CORS puts `Origin` in it on every answer, compression `Accept-Encoding`. Each
+// adds its field to what is there; setting the header would drop the other's.
+import type { FastifyReply } from 'fastify';
+
+/** Adds `field` to the answer's Vary header, keeping the fields already in it. */
+export function addVary(reply: FastifyReply, field: string): void {
+  const current = reply.getHeader('vary');
+  const fields = current === undefined ? [] : String(current).split(',').map((name) => name.trim()).filter(Boolean);
+  if (fields.some((name) => name.toLowerCase() === field.toLowerCase())) return;
+  reply.header('vary', [...fields, field].join(', '));
+}
