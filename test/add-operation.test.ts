@@ -53,7 +53,7 @@ function diagnosticsOf(output: string): string[] {
   return output.split(/\n(?=\S)/).filter((block) => /^\S+\(\d+,\d+\): error/.test(block));
 }
 
-const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'eslint.config.js', 'redocly.yaml', 'src', 'scripts', 'contract', 'test']);
+const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'eslint.config.js', 'redocly.yaml', 'src', 'scripts', 'contract', 'test', 'packages/client']);
 /** The files the page changes by hand (besides the generated types). */
 const CHANGED = ['openapi.yaml', 'src/plants/tags.ts', 'src/app.ts', 'src/store/types.ts', 'src/store/sql.ts', 'test/store-contract.ts'];
 

@@ -10,10 +10,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 /** A process, a process group (`kill -9 -group`: a balancer's workers, npm's shell and Node), a command to run, a directory to remove. */
 export type Reapable = { pid: number } | { group: number } | { command: readonly string[] } | { dir: string };
 
-// CommonJS, as `node -e` reads it. Kills first, then commands (`podman rm -f`), then directories.
+// CommonJS, as `node -e` reads it. Kills first, then commands (`podman rm -f`), then directories. It
+// exits once what it killed is dead (SIGKILL is delivered, not awaited: a process in the middle of a
+// disk write dies after it); a zombie, dead but not reaped by an init that may never reap it, counts.
 const REAPER = `
 const { spawnSync } = require('node:child_process');
-const { rmSync } = require('node:fs');
+const { readdirSync, readFileSync, rmSync } = require('node:fs');
 const items = new Map();
 let pending = '';
 process.stdin.setEncoding('utf8').on('data', (chunk) => {
@@ -25,8 +27,22 @@ process.stdin.setEncoding('utf8').on('data', (chunk) => {
     else items.delete(line.slice(1));
   }
 });
+// [state, pgrp] of a process, or undefined once it is gone.
+const stat = (pid) => {
+  try {
+    const fields = readFileSync('/proc/' + pid + '/stat', 'utf8').split(') ')[1].split(' ');
+    return [fields[0], Number(fields[2])];
+  } catch {
+    return undefined;
+  }
+};
+const alive = (item) => {
+  if ('pid' in item) return (stat(item.pid) ?? ['Z'])[0] !== 'Z';
+  return readdirSync('/proc').some((entry) => /^[0-9]+$/.test(entry) && stat(entry)?.[0] !== 'Z' && stat(entry)?.[1] === item.group);
+};
 process.stdin.on('end', () => {
   const rank = (item) => ('command' in item ? 1 : 'dir' in item ? 2 : 0);
+  const killed = [];
   // Within a kind, the last registered first, as teardowns run: a container before its volume.
   for (const item of [...items.values()].reverse().sort((a, b) => rank(a) - rank(b))) {
     try {
@@ -34,11 +50,16 @@ process.stdin.on('end', () => {
       else if ('pid' in item) process.kill(item.pid, 'SIGKILL');
       else if ('command' in item) spawnSync(item.command[0], item.command.slice(1), { stdio: 'ignore', timeout: 60000 });
       else rmSync(item.dir, { recursive: true, force: true });
+      if ('group' in item || 'pid' in item) killed.push(item);
       process.stderr.write('reaper: test process ' + process.argv[1] + ' ended before its teardown; cleaned up ' + JSON.stringify(item) + '\\n');
     } catch {
       // Gone already.
     }
   }
+  // No exit event for processes that are not its children: /proc is looked at until they are dead, for 10 s at most.
+  const deadline = Date.now() + 10000;
+  const wait = () => (killed.some(alive) && Date.now() < deadline ? setTimeout(wait, 20) : undefined);
+  wait();
 });
 `;
 
