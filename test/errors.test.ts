@@ -2,6 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { BODY_LIMIT } from '../src/app.ts';
+import { parseJson } from '../src/contract/json.ts';
 import { AUTH, api, build, createPlant } from './helper.ts';
 import { rawExchange } from './harness/raw-http.ts';
 
@@ -22,6 +23,23 @@ t.test('malformed JSON bodies are 400 with a sentence saying why', async (t) => 
     t.match(response.json(), { error: 400n, message }, `${JSON.stringify(body)}: ${message}`);
   }
   t.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype was polluted');
+});
+
+t.test('a refusal is classified by what refused it, not by words in its text: invalid JSON that quotes "prototype" is invalid JSON', async (t) => {
+  const { app } = await build(t);
+  const response = await createPlant(t, app, '{"id":1,"name":prototype}');
+  t.equal(response.statusCode, 400);
+  const { message } = response.json() as { message: string };
+  t.match(message, /^The request body is not valid JSON: /);
+  t.notMatch(message, /forbidden/, 'no forbidden key was sent');
+});
+
+t.test('a body that begins with a byte order mark is read as the JSON after it (RFC 8259 lets a parser ignore it), as before', async (t) => {
+  const { app } = await build(t);
+  const response = await createPlant(t, app, '\uFEFF{"id":31,"name":"Fern"}');
+  t.equal(response.statusCode, 200);
+  t.same(response.json(), { name: 'Fern' });
+  t.strictSame(parseJson('\uFEFF{"id":31,"name":"Fern"}'), { id: 31n, name: 'Fern' }, 'parseJson, which the tests read answers with, agrees');
 });
 
 t.test('a body over the limit is 413', async (t) => {
