@@ -86,6 +86,16 @@ t.test('an unknown route or method is a 404 Error', async (t) => {
   }
 });
 
+t.test("a 403 from elsewhere than the docs' static files stays a 403 with its own message", async (t) => {
+  const { app } = await build(t);
+  app.get('/forbidden', async () => {
+    throw Object.assign(new Error('Only the owner may read this'), { statusCode: 403 });
+  });
+  const response = await app.inject({ method: 'GET', url: '/forbidden' });
+  t.equal(response.statusCode, 403);
+  t.same(JSON.parse(response.body), { error: 403, message: 'Only the owner may read this.' });
+});
+
 t.test('an internal failure is a 500 that leaks nothing and is logged', async (t) => {
   const { app, store, logs } = await build(t, { logLevel: 'info' });
   await store.close(); // the real store, really failing

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { documentForUi } from './docs-ui-spec.ts';
 import { exactJson } from '../int64.ts';
 import { parseSpecification } from '../spec-path.ts';
@@ -38,26 +38,30 @@ export async function registerDocs(app: FastifyInstance, document: object, optio
   const forUi = documentForUi(document);
   const forUiJson = withRawIntegers(forUi);
   const title = (document as { info?: { title?: string } }).info?.title ?? 'API';
-  await app.register(fastifySwaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    uiConfig: { persistAuthorization: options.persistAuthorization },
-    staticCSP: DOCS_CSP,
-    // For browsers older than frame-ancestors.
-    uiHooks: {
-      onRequest: (_request, reply, done) => {
-        reply.header('x-frame-options', 'DENY');
-        done();
+  // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
+  await app.register(async (ui) => {
+    ui.setErrorHandler((error: FastifyError, _request, reply) => (error.statusCode === 403 ? reply.callNotFound() : reply.send(error)));
+    await ui.register(fastifySwaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      uiConfig: { persistAuthorization: options.persistAuthorization },
+      staticCSP: DOCS_CSP,
+      // For browsers older than frame-ancestors.
+      uiHooks: {
+        onRequest: (_request, reply, done) => {
+          reply.header('x-frame-options', 'DENY');
+          done();
+        },
       },
-    },
-    transformSpecificationClone: false,
-    transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
-    logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
-    theme: {
-      title,
-      css: [{ filename: 'docs-ui.css', content: uiFile('docs-ui.css').toString('utf8') }],
-      js: [{ filename: 'docs-ui.js', content: uiFile('docs-ui.js').toString('utf8') }],
-      favicon: [{ filename: 'logo.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: uiFile('logo.svg') }],
-    },
+      transformSpecificationClone: false,
+      transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
+      logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
+      theme: {
+        title,
+        css: [{ filename: 'docs-ui.css', content: uiFile('docs-ui.css').toString('utf8') }],
+        js: [{ filename: 'docs-ui.js', content: uiFile('docs-ui.js').toString('utf8') }],
+        favicon: [{ filename: 'logo.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: uiFile('logo.svg') }],
+      },
+    });
   });
 }
 
