@@ -2,6 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { BODY_LIMIT } from '../src/app.ts';
+import { HttpError } from '../src/contract/errors.ts';
 import { parseJson } from '../src/contract/json.ts';
 import { AUTH, api, build, createPlant } from './helper.ts';
 import { rawExchange } from './harness/raw-http.ts';
@@ -94,6 +95,19 @@ t.test("a 403 from elsewhere than the docs' static files stays a 403 with its ow
   const response = await app.inject({ method: 'GET', url: '/forbidden' });
   t.equal(response.statusCode, 403);
   t.same(JSON.parse(response.body), { error: 403, message: 'Only the owner may read this.' });
+});
+
+t.test('refusals capture no stack and never toggle Error.stackTraceLimit, which is global', async (t) => {
+  const { app } = await build(t);
+  let limit = Error.stackTraceLimit;
+  let writes = 0;
+  Object.defineProperty(Error, 'stackTraceLimit', { configurable: true, enumerable: true, get: () => limit, set: (value: number) => void ((limit = value), writes++) });
+  t.teardown(() => void Object.defineProperty(Error, 'stackTraceLimit', { configurable: true, enumerable: true, writable: true, value: limit }));
+  const refusal = new HttpError(429, 'Slow down.');
+  t.equal(refusal.stack, undefined, 'an answer, not a fault: no stack');
+  t.equal((await app.inject({ method: 'GET', url: '/nothing' })).statusCode, 404);
+  t.equal((await app.inject({ method: 'GET', url: '/plants' })).statusCode, 401);
+  t.equal(writes, 0, 'Error.stackTraceLimit was never written');
 });
 
 t.test('an internal failure is a 500 that leaks nothing and is logged', async (t) => {
