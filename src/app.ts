@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
 import type { ServiceHandlers } from './contract/operations.ts';
-import routes from './contract/routes.ts';
+import routes, { securityHooks } from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
@@ -88,7 +88,16 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(app.observability.metrics),
   };
-  await app.register(routes, { specification, handlers });
+  await app.register(routes, {
+    specification,
+    handlers,
+    // What each route gets from its operation's facts, from the plugins that know how.
+    routeOptionsFor: (facts, handler) => ({
+      ...app.shedding(facts, handler),
+      onRequest: securityHooks(facts, { bearerAuth: app.bearerAuth.hookFor }),
+      compress: app.compressionFor(facts),
+    }),
+  });
   return app;
 }
 
