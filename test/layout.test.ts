@@ -82,6 +82,53 @@ t.test('the rules bite', async (t) => {
   t.ok(allowed('plants', 'src/contract/errors.ts') && allowed('security', 'src/tokens/verifier.ts'));
 });
 
+/** The node of the folder graph a file of src/ belongs to: its folder, or the file itself at the top. */
+function nodeOf(target: string): string {
+  const [, first, rest] = /^src\/([^/]+)(\/.*)?$/.exec(target) ?? [];
+  return rest === undefined ? `src/${first}` : `src/${first}/`;
+}
+
+/** The first cycle in a graph of nodes, as the path around it; undefined when there is none. */
+function firstCycle(graph: Map<string, Set<string>>): string[] | undefined {
+  const done = new Set<string>();
+  const visit = (node: string, path: string[]): string[] | undefined => {
+    if (path.includes(node)) return [...path.slice(path.indexOf(node)), node];
+    if (done.has(node)) return undefined;
+    for (const next of graph.get(node) ?? []) {
+      const cycle = visit(next, [...path, node]);
+      if (cycle) return cycle;
+    }
+    done.add(node);
+    return undefined;
+  };
+  for (const node of graph.keys()) {
+    const cycle = visit(node, []);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+t.test('no cycle between the folders (and top-level files) of src/', async (t) => {
+  const graph = new Map<string, Set<string>>();
+  const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((name) => /\.(ts|js)$/.test(name) && !name.startsWith('generated/'));
+  for (const name of files) {
+    const from = nodeOf(`src/${name}`);
+    for (const target of importsOf(join(SRC, name)).filter((target) => target.startsWith('src/'))) {
+      const to = nodeOf(target);
+      if (to !== from) graph.set(from, (graph.get(from) ?? new Set()).add(to));
+    }
+  }
+  t.ok(graph.get('src/app.ts')?.has('src/contract/'), 'the graph sees src/app.ts import the contract');
+  t.equal(firstCycle(graph)?.join(' -> '), undefined);
+  t.same(firstCycle(new Map([['a/', new Set(['b/'])], ['b/', new Set(['c.ts'])], ['c.ts', new Set(['a/'])]])), ['a/', 'b/', 'c.ts', 'a/'], 'a cycle is found');
+});
+
+t.test("contract/ reads no decorator of the plugins above it: src/app.ts passes what routes need", async (t) => {
+  for (const name of readdirSync(join(SRC, 'contract'))) {
+    t.notMatch(readFileSync(join(SRC, 'contract', name), 'utf8'), /\.(shedding|compressionFor|bearerAuth|lifecycle|observability)\b/, `src/contract/${name}`);
+  }
+});
+
 // The client package runs in other people's programs: its own files and its one JSON parser, nothing else.
 const CLIENT = join(REPO_ROOT, 'packages', 'client');
 const CLIENT_PACKAGES = ['lossless-json'];
