@@ -1,5 +1,5 @@
-// What openapi.yaml says of each operation, read once at start: the facts its route is built from, and the
-// int64 fields the client reads as bigint; where OpenAPI has no word, one `x-` extension (docs/architecture.md).
+// What openapi.yaml says of each operation, read once at start: the facts its route is built from; where
+// OpenAPI has no word, one `x-` extension (docs/architecture.md).
 import { SpecificationError } from '../spec-path.ts';
 
 /** OpenAPI's security requirement: each scheme's name with the scopes it needs. */
@@ -119,35 +119,8 @@ function declaresHeader(document: Node, response: Node, lowerCaseName: string): 
   return Object.keys(objectAt(resolve(document, response), 'headers')).some((name) => name.toLowerCase() === lowerCaseName);
 }
 
-/** Every property name declared `format: int64` anywhere, sorted: the client reads by name alone, so a name int64 in one place and another number elsewhere is refused. */
-export function int64FieldNames(specification: object): string[] {
-  const document = specification as Node;
-  const int64 = new Set<string>();
-  const otherNumbers = new Set<string>();
-  for (const [name, declared] of properties(document)) {
-    const schema = resolve(document, declared);
-    if (schema.format === 'int64') int64.add(name);
-    else if (schema.type === 'integer' || schema.type === 'number') otherNumbers.add(name);
-  }
-  const clash = [...int64].find((name) => otherNumbers.has(name));
-  if (clash !== undefined) {
-    throw new ContradictoryContractError(
-      `openapi.yaml: the property "${clash}" is int64 in one schema and another number in another; the client reads a number as bigint by its name alone, so rename one of them.`,
-    );
-  }
-  return [...int64].sort();
-}
-
-/** Every property of every schema in the document, its name and its schema; examples left out. */
-function* properties(node: unknown): Generator<[string, unknown]> {
-  if (typeof node !== 'object' || node === null) return;
-  const own = (node as Node).properties;
-  if (typeof own === 'object' && own !== null && !Array.isArray(own)) yield* Object.entries(own);
-  for (const [key, child] of Object.entries(node)) if (key !== 'example' && key !== 'examples') yield* properties(child);
-}
-
 /** The object a local `$ref` (`#/components/...`) names, following chains; anything else as it is. */
-function resolve(document: Node, node: unknown, seen = new Set<string>()): Node {
+export function resolve(document: Node, node: unknown, seen = new Set<string>()): Node {
   const reference = objectAt(node).$ref;
   if (typeof reference !== 'string' || !reference.startsWith('#/') || seen.has(reference)) return objectAt(node);
   seen.add(reference);
