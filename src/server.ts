@@ -3,7 +3,7 @@
 import { buildApp } from './app.ts';
 import { readSpecification, SpecificationError } from './spec-path.ts';
 import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
-import { checkSpecificationAtStart, fromSchemaCompiler } from './contract/specification.ts';
+import { checkSpecificationAtStart } from './contract/specification.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
@@ -117,7 +117,7 @@ function announceFirstToken(token: string, config: Config): void {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`plant-store failed to start: ${describeBootFailure(fromSchemaCompiler(error))}\n`);
+  process.stderr.write(`plant-store failed to start: ${describeBootFailure(error)}\n`);
   process.exit(1);
 });
 

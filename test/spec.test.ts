@@ -4,7 +4,10 @@ import t from 'tap';
 import Fastify from 'fastify';
 import { CLIENT_INT64_FIELDS_URL, CLIENT_TYPES_URL, renderInt64Fields, renderTypes, SPEC_URL, TYPES_URL } from '../contract/openapi-types.ts';
 import { checkSpecification } from '../src/contract/specification.ts';
-import { parseSpecification } from '../src/spec-path.ts';
+import { parseSpecification, SpecificationError } from '../src/spec-path.ts';
+import contract from '../src/contract/plugin.ts';
+import routes from '../src/contract/routes.ts';
+import { deriveOperationFacts } from '../src/contract/operation-facts.ts';
 import { handlerFor } from '../src/app.ts';
 import openapiGlue from 'fastify-openapi-glue';
 import { spec } from './contract.ts';
@@ -105,4 +108,23 @@ t.test('a $ref that resolves nowhere still stops the boot', async (t) => {
   t.teardown(() => app.close());
   const operationResolver = () => async () => ({});
   await t.rejects(async () => { await app.register(openapiGlue, { specification: broken, operationResolver }).ready(); }, /valid specification/);
+});
+
+t.test('a schema Fastify cannot compile stops the start with a SpecificationError naming the operation, not a parse of Fastify\'s message', async (t) => {
+  const cases: [string[], string, string][] = [
+    [['components', 'schemas', 'NewWebhook', 'properties', 'url'], 'strin', 'openapi.yaml: a request schema of POST /webhooks is not valid JSON Schema (type must be JSONType or JSONType[]: strin); fix it there.'],
+    [['components', 'schemas', 'Health'], 'objekt', 'openapi.yaml: an answer schema of GET /healthz is not valid JSON Schema (schema is invalid: data/type must be equal to one of the allowed values); fix it there.'],
+  ];
+  for (const [path, type, message] of cases) {
+    const broken = structuredClone(spec);
+    path.reduce((node, key) => node[key], broken).type = type;
+    const app = Fastify({ logger: false });
+    t.teardown(() => app.close());
+    await app.register(contract, { bodyLimit: 1024, isUnavailable: () => false, isInvalidInput: () => false });
+    const handlers = Object.fromEntries([...deriveOperationFacts(broken).keys()].map((operationId) => [operationId, async () => ({})])) as never;
+    await app.register(routes, { specification: broken, handlers, routeOptionsFor: () => ({}) });
+    const refusal = await app.ready().then(() => undefined, (error: unknown) => error);
+    t.ok(refusal instanceof SpecificationError, `${path.join('.')}: a SpecificationError`);
+    t.equal((refusal as Error).message, message);
+  }
 });

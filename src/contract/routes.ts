@@ -1,11 +1,13 @@
 // The operations of openapi.yaml as routes, built by fastify-openapi-glue: each route gets the handler named
 // by its operationId, HEAD for each GET, and what the app adds from the operation's facts (operation-facts.ts).
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { errorCodes, type FastifyInstance, type onRequestHookHandler, type RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue from 'fastify-openapi-glue';
 import { SpecificationError, withNumbers } from '../spec-path.ts';
 import { deriveOperationFacts, type OperationFacts } from './operation-facts.ts';
 import type { ServiceHandlers } from './operations.ts';
+import { validatorCompiler } from './validation.ts';
 
 export interface RoutesOptions {
   /** openapi.yaml, parsed; glue works on its own copy. */
@@ -22,6 +24,12 @@ async function routes(app: FastifyInstance, { specification, handlers, routeOpti
   await app.register(async (operations) => {
     // Glue gives every schema per media type; Fastify would then skip validating a body whose request names none.
     operations.addHook('onRoute', useJsonSchemasDirectly);
+    const failures: SpecificationError[] = [];
+    operations.addHook('onRoute', (route) => compiledNamingFailures(route, failures));
+    // Schemas compile just before ready: the first that failed stops the start.
+    operations.addHook('onReady', async () => {
+      if (failures[0]) throw failures[0];
+    });
     parseEveryMediaType(operations, facts);
     await operations.register(openapiGlue, {
       // Glue validates its copy through JSON.stringify; an int64 example that says how big an id may be shapes no route.
@@ -88,6 +96,26 @@ function jsonOnly(part: unknown): unknown {
   const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
   const mediaTypes = Object.keys(content);
   return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : undefined;
+}
+
+const serializerCompiler = SerializerSelector()({});
+
+type Compile = (request: { method: string | string[]; url: string }) => unknown;
+
+/** The route's schemas compiled so that a failure names its operation (Fastify's error only quotes the reason in a sentence). */
+function compiledNamingFailures(route: RouteOptions, failures: SpecificationError[]): void {
+  const naming = (compile: Compile, part: string, failed: unknown): Compile => (request) => {
+    try {
+      return compile(request);
+    } catch (error) {
+      const where = `${[request.method].flat()[0]} ${request.url.replace(/:(\w+)/g, '{$1}')}`;
+      const reason = (error as Error).message.replaceAll('\n', ' ');
+      failures.push(new SpecificationError(`openapi.yaml: ${part} schema of ${where} is not valid JSON Schema (${reason}); fix it there.`, { cause: error }));
+      return failed;
+    }
+  };
+  route.validatorCompiler = naming(validatorCompiler as Compile, 'a request', () => true) as RouteOptions['validatorCompiler'];
+  route.serializerCompiler = naming(serializerCompiler as Compile, 'an answer', JSON.stringify) as RouteOptions['serializerCompiler'];
 }
 
 /**

@@ -3,7 +3,6 @@
 import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { errorCodes } from 'fastify';
 import { readSpecification, readSpecificationText, SpecificationError, withNumbers } from '../spec-path.ts';
 
 const GENERATED_TYPES_PATH = fileURLToPath(new URL('../generated/openapi.ts', import.meta.url));
@@ -28,20 +27,6 @@ export async function checkSpecificationAtStart(): Promise<void> {
   if (firstLineOf(GENERATED_TYPES_PATH) === generatedHeader(readSpecificationText())) return;
   // The document the routes and docs are built from, parsed once.
   await checkSpecification(readSpecification());
-}
-
-/**
- * Fastify's failure to compile a schema of openapi.yaml (a `type: strin`, which the OpenAPI check does not
- * look into) as a SpecificationError naming the operation; any other error as it is.
- */
-export function fromSchemaCompiler(error: unknown): unknown {
-  if (!(error instanceof errorCodes.FST_ERR_SCH_VALIDATION_BUILD || error instanceof errorCodes.FST_ERR_SCH_SERIALIZATION_BUILD)) return error;
-  // Fastify's message: "Failed building the <kind> schema for <method(s)>: <url>, due to error <reason>".
-  const [, kind, methods, url, reason] = /^Failed building the (\w+) schema for (.+?): (\S+), due to error (.*)$/s.exec(error.message) ?? [];
-  if (reason === undefined) return new SpecificationError(`openapi.yaml holds a schema Fastify cannot compile: ${error.message}; fix it there.`, { cause: error });
-  const part = kind === 'validation' ? 'a request' : 'an answer';
-  const where = `${/[A-Z]+/.exec(methods!)?.[0]} ${url!.replace(/:(\w+)/g, '{$1}')}`;
-  return new SpecificationError(`openapi.yaml: ${part} schema of ${where} is not valid JSON Schema (${reason.replaceAll('\n', ' ')}); fix it there.`, { cause: error });
 }
 
 function firstLineOf(path: string): string | undefined {
