@@ -1,5 +1,4 @@
-// buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
-// Each concern is a plugin that names the plugins it needs; Fastify checks that order at boot.
+// buildApp: the whole HTTP service on a given store, ready to inject or listen; each concern a plugin naming those it needs.
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
@@ -105,8 +104,7 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
   return {
     logger: loggerOptions(config.logLevel, redact, logStream),
     genReqId: requestIds(redact),
-    // request.ip, the address in logs and in the failed-authentication guard, is then the
-    // client's as the trusted proxies report it in X-Forwarded-For.
+    // request.ip (logs, the failed-authentication guard) is then the client's, as trusted proxies report it.
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
@@ -127,9 +125,7 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
   };
 }
 
-// Fastify 5.12.1 made a numeric trustProxy trust nothing (a hop count cannot tell the proxy from
-// a direct client, GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps its proxy-addr meaning, the n
-// nearest hops, for deployments that only the proxies can reach, as README says.
+// Fastify 5.12.1 made a numeric trustProxy trust nothing (GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps the n nearest hops, as README says.
 function trustProxyOption(trustProxy: AppDependencies['config']['trustProxy']): NonNullable<FastifyHttpOptions<Server>['trustProxy']> {
   if (typeof trustProxy !== 'number') return trustProxy;
   return (_address: string, hop: number) => hop < trustProxy;

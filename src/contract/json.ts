@@ -1,6 +1,5 @@
-// The application/json body parser. Every integer literal becomes a BigInt so int64 values
-// survive exactly (JSON.parse would round above 2^53) and so `1e3` or `5.0` stay numbers that
-// an integer field can tell apart and refuse. Prototype poisoning keys are refused.
+// The application/json body parser: each integer literal a BigInt (int64 exact; `1e3` stays a number an integer field
+// refuses), prototype poisoning keys, duplicate keys and lone surrogates refused.
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { INTEGER_TEXT } from '../int64.ts';
@@ -73,7 +72,7 @@ function stringEnd(text: string, start: number): number {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
-/** The charset parameter of a Content-Type, lower case; most clients send none, and need no regular expression. */
+/** The charset parameter of a Content-Type, lower case; most clients send none. */
 function charsetOf(contentType: string | undefined): string | undefined {
   if (contentType === undefined || !contentType.includes(';')) return undefined;
   return CHARSET.exec(contentType)?.[1]?.toLowerCase();

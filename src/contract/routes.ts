@@ -78,8 +78,7 @@ export function securityHooks({ operationId, security }: OperationFacts, checks:
   );
 }
 
-// JSON is the only body type the contract accepts, so its schema applies to every body (a POST
-// without Content-Type is validated too); a status answered only in JSON has one serializer.
+// JSON is the only body type, so its schema applies to every body; a status answered only in JSON has one serializer.
 function useJsonSchemasDirectly(route: RouteOptions): void {
   const schema = route.schema as { body?: unknown; response?: Record<string, unknown> } | undefined;
   if (schema === undefined) return;
@@ -118,10 +117,7 @@ function compiledNamingFailures(route: RouteOptions, failures: SpecificationErro
   route.serializerCompiler = naming(serializerCompiler as Compile, 'an answer', JSON.stringify) as RouteOptions['serializerCompiler'];
 }
 
-/**
- * Glue warns of each media type in the spec without a body parser, answers included: a request media type
- * no parser reads fails the boot, and one only answered with gets a parser refusing its bodies with 415.
- */
+/** A request media type no parser reads fails the boot; one only answered with gets a 415 parser, so that glue warns of nothing. */
 function parseEveryMediaType(app: FastifyInstance, facts: ReadonlyMap<string, OperationFacts>): void {
   for (const { operationId, requestMediaTypes } of facts.values()) {
     const unread = requestMediaTypes.find((mediaType) => !app.hasContentTypeParser(mediaType));
