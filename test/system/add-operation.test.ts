@@ -87,7 +87,15 @@ t.test('GET /tags gets from its contract what the page says: a token with plants
   const { deriveOperationFacts } = (await import(join(scratch, 'src/contract/operation-facts.ts'))) as typeof import('../../src/contract/operation-facts.ts');
   const { parseSpecification } = (await import(join(scratch, 'src/spec-path.ts'))) as typeof import('../../src/spec-path.ts');
   const facts = deriveOperationFacts(parseSpecification(readFileSync(join(scratch, 'openapi.yaml'), 'utf8'))).get('listTags');
-  t.same(facts, { operationId: 'listTags', security: [{ bearerAuth: ['plants:read'] }], compressed: true, pageRead: true, answeredUnderPressure: false });
+  t.same(facts, {
+    operationId: 'listTags',
+    security: [{ bearerAuth: ['plants:read'] }],
+    compressed: true,
+    pageRead: true,
+    answeredUnderPressure: false,
+    requestMediaTypes: [],
+    responseMediaTypes: ['application/json'],
+  });
 });
 
 t.test('the copy passes what npm test checks besides the tests: lint of openapi.yaml and of the changed code', async (t) => {
