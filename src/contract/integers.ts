@@ -23,16 +23,12 @@ const RANGE_KEYWORDS = ['type', 'format', 'minimum', 'maximum', 'exclusiveMinimu
 
 type SchemaNode = Record<string, unknown>;
 
-/** A copy of a request schema with every integer rewritten to `exactInteger`. */
-export function withExactIntegers<T>(schema: T, source: IntegerSource): T {
-  return rewrite(schema, source) as T;
-}
-
-function rewrite(node: unknown, source: IntegerSource): unknown {
-  if (Array.isArray(node)) return node.map((item) => rewrite(item, source));
+/** A copy of a request schema with every integer rewritten to `exactInteger` (and, in a body, every number to `exactNumber`). */
+export function withExactIntegers<T>(node: T, source: IntegerSource): T {
+  if (Array.isArray(node)) return node.map((item: unknown) => withExactIntegers(item, source)) as T;
   if (typeof node !== 'object' || node === null) return node;
   const copy: SchemaNode = {};
-  for (const [key, value] of Object.entries(node)) copy[key] = rewrite(value, source);
+  for (const [key, value] of Object.entries(node)) copy[key] = withExactIntegers(value, source);
   if (Array.isArray(copy.type) && copy.type.includes('integer')) {
     throw new Error('Request schemas with a type list that includes "integer" are not supported.');
   }
@@ -43,13 +39,13 @@ function rewrite(node: unknown, source: IntegerSource): unknown {
   if (source === 'json' && copy.type === 'number') {
     delete copy.type;
     copy.exactNumber = true;
-    return copy;
+    return copy as T;
   }
-  if (copy.type !== 'integer') return copy;
+  if (copy.type !== 'integer') return copy as T;
   const spec = integerSpec(copy, source);
   for (const keyword of RANGE_KEYWORDS) delete copy[keyword];
   copy.exactInteger = spec;
-  return copy;
+  return copy as T;
 }
 
 function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec {
