@@ -17,11 +17,12 @@ import { methodsOf } from './metrics.ts';
 import { RedactingExporter } from './redacting-exporter.ts';
 import type { Redact } from './redaction.ts';
 
-/** What a webhook delivery attempt reports, and the attempt as the dispatcher runs it. */
+/** What one webhook delivery attempt came to: the receiver's status, or why there was none. */
 export interface AttemptResult {
   status?: number;
   error?: string;
 }
+/** Runs one delivery attempt (the dispatcher's), in a span when tracing is on; the attempt sends the headers it is given. */
 export type TraceAttempt = (
   delivery: { traceparent?: string; event: string; messageId: string; url: string },
   attempt: (headers: Record<string, string>) => Promise<AttemptResult>,

@@ -8,6 +8,7 @@
 // At-least-once: a crash between sending and recording means one more send after the lease.
 import { Webhook } from 'standardwebhooks';
 import type { Agent, request } from 'undici';
+import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
 import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
@@ -15,15 +16,6 @@ export interface DispatcherLog {
   warn(details: object, message: string): void;
   debug(details: object, message: string): void;
 }
-
-/** What one delivery attempt came to: the receiver's status, or why there was none. */
-export interface AttemptResult {
-  status?: number;
-  error?: string;
-}
-
-/** Runs one attempt (in a trace, when tracing is on); the attempt adds `headers` to its request. */
-export type TraceAttempt = (delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>) => Promise<AttemptResult>;
 
 export interface DispatcherOptions {
   store: PlantStore;
@@ -257,6 +249,4 @@ function signatures(delivery: ClaimedDelivery, signedAt: Date): string {
 }
 
 // Tracing off: the trace of the change, if one was recorded, still reaches the receiver.
-function untraced(delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>): Promise<AttemptResult> {
-  return attempt(delivery.traceparent === undefined ? {} : { traceparent: delivery.traceparent });
-}
+const untraced: TraceAttempt = (delivery, attempt) => attempt(delivery.traceparent === undefined ? {} : { traceparent: delivery.traceparent });
