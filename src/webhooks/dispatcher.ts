@@ -1,11 +1,6 @@
-// Sends what the outbox holds. It leases due deliveries as sending slots free up: every subscription
-// has a slot of its own, and shares the others (at most a few at once, none while its receiver does
-// not answer), so a receiver that hangs or is slow delays only its own deliveries; instances sharing
-// a database never lease the same one. It POSTs each with Standard Webhooks headers signed by the
-// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
-// subscription disabled; anything else (another status, a redirect, a timeout, a refused target)
-// retried after the next delay of the schedule, with jitter, until it runs out.
-// At-least-once: a crash between sending and recording means one more send after the lease.
+// Sends what the outbox holds, at least once, signed as Standard Webhooks. Each subscription has a sending slot of its
+// own besides the shared ones (none while its receiver does not answer), so a slow receiver delays only its own deliveries.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import type { Agent, request } from 'undici';
 import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
@@ -41,8 +36,7 @@ export interface DispatcherOptions {
 }
 
 const FAILED_RETENTION_MS = 7 * 86_400_000;
-// A lease outlives the attempt it covers (bounded by the timeout) by this much; after a crash,
-// another pass (here or on another instance) sends the delivery again once the lease is over.
+// A lease outlives the attempt it covers by this much; after a crash, the delivery is sent again once it is over.
 const LEASE_MARGIN_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
 // Leases of a subscription whose receiver has not answered its latest attempt: its own slot, no shared one.
@@ -137,7 +131,7 @@ export class WebhookDispatcher {
   async #deliver(delivery: ClaimedDelivery): Promise<void> {
     const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
     const outcome = this.#outcome(delivery, attempt);
-    if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
+    if (outcome.result === 'retry') this.#nextRetryAt = Math.min(this.#nextRetryAt, Date.parse(outcome.nextAttemptAt));
     this.#options.onAttempt(outcome.result);
     await this.#options.store.recordAttempt(outcome);
   }
@@ -216,29 +210,17 @@ export class WebhookDispatcher {
     await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
   }
 
-  #retryAt(at: number): void {
-    this.#nextRetryAt = Math.min(this.#nextRetryAt, at);
-  }
-
-  #idle(): Promise<void> {
-    if (this.#stopped || this.#woken) {
-      this.#woken = false;
-      return Promise.resolve();
+  /** Until the next poll or retry is due, or wake(). */
+  async #idle(): Promise<void> {
+    if (!this.#stopped && !this.#woken) {
+      const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
+      this.#nextRetryAt = Number.POSITIVE_INFINITY;
+      const woken = new AbortController();
+      this.#wakeUp = () => woken.abort();
+      await sleep(Math.min(this.#options.pollMs, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
+      this.#wakeUp = undefined;
     }
-    const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
-    this.#nextRetryAt = Number.POSITIVE_INFINITY;
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, Math.min(this.#options.pollMs, untilRetry));
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeUp = () => {
-        this.#wakeUp = undefined;
-        this.#woken = false;
-        done();
-      };
-    });
+    this.#woken = false;
   }
 }
 
