@@ -1,5 +1,5 @@
 // Process entry: turns on Node's compile cache, then runs server.ts. JavaScript, because the entry is read
-// before any cache is on: a TypeScript one would load Node's type stripper (a 19 MB WebAssembly compiler) every start.
+// before any cache is on: a TypeScript one would load Node's type stripper at every start (docs/performance.md, "Start").
 // `npm start` runs it with `exec`, so that the signals npm forwards reach Node rather than a shell between them.
 // The default import (not `{ enableCompileCache }`) lets an older Node read this far and say so.
 import nodeModule from 'node:module';

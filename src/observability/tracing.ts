@@ -123,15 +123,9 @@ function recordAttempt(span: Span, result: AttemptResult): AttemptResult {
 
 /** Ends the span when the promise settles, marking it failed if it rejects. */
 function ended<T>(span: Span, promise: Promise<T>): Promise<T> {
-  return promise.then(
-    (value) => {
-      span.end();
-      return value;
-    },
-    (error: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-      span.end();
-      throw error;
-    },
-  );
+  const failed = (error: unknown) => {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+    throw error;
+  };
+  return promise.catch(failed).finally(() => span.end());
 }

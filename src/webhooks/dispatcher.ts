@@ -2,7 +2,7 @@
 // own besides the shared ones (none while its receiver does not answer), so a slow receiver delays only its own deliveries.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
-import type { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
 import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
@@ -45,8 +45,8 @@ const JITTER = 0.2; // each delay varies by ±10%, so retries from many events d
 
 export class WebhookDispatcher {
   readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
-  /** undici and its agent, loaded at the first delivery: most instances boot without sending any. */
-  #client: Promise<{ request: typeof request; agent: Agent }> | undefined;
+  /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
+  #agent: Promise<Agent> | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
   /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
@@ -77,7 +77,7 @@ export class WebhookDispatcher {
     this.#stopped = true;
     this.wake();
     await this.#running;
-    if (this.#client) await (await this.#client).agent.close();
+    if (this.#agent) await (await this.#agent).close();
   }
 
   async #loop(): Promise<void> {
@@ -143,10 +143,11 @@ export class WebhookDispatcher {
     if (refused) return { error: `refused: ${refused}` };
     const signedAt = new Date(now());
     try {
-      const { request, agent } = await this.#httpClient();
-      const response = await request(url, {
+      this.#agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
+      const response = await (await this.#agent).request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: 'POST',
-        dispatcher: agent,
         signal: AbortSignal.timeout(timeoutMs),
         headers: {
           'content-type': 'application/json',
@@ -169,14 +170,6 @@ export class WebhookDispatcher {
       const cause = (error as Error & { cause?: Error }).cause;
       return { error: `could not deliver: ${cause?.message ?? (error as Error).message}` };
     }
-  }
-
-  #httpClient(): Promise<{ request: typeof request; agent: Agent }> {
-    const { allowPrivateNetworks, timeoutMs } = this.#options;
-    this.#client ??= Promise.all([import('undici'), guardedAgent(allowPrivateNetworks, timeoutMs)]).then(
-      ([undici, agent]) => ({ request: undici.request, agent }),
-    );
-    return this.#client;
   }
 
   #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
