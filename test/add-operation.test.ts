@@ -160,11 +160,11 @@ async function servesTags(t: Test, open?: () => Promise<PlantStore>): Promise<vo
   t.match(body(refused), { message: /limit/ }, 'naming the parameter');
   t.equal((await get('/tags', { origin: ORIGIN })).statusCode, 401, 'no token, 401');
   const writer = tokens.generateToken();
-  await store.createToken({ name: 'writer', hash: tokens.hashToken(writer), hint: tokens.tokenHint(writer), scopes: ['plants:write'] });
+  await store.tokens.createToken({ name: 'writer', hash: tokens.hashToken(writer), hint: tokens.tokenHint(writer), scopes: ['plants:write'] });
   t.equal((await get('/tags', { authorization: `Bearer ${writer}`, origin: ORIGIN })).statusCode, 403, 'a token without plants:read, 403');
 
   // Enough tags for an answer over 1 KiB, which the contract lets the service compress.
-  for (let id = 100; id < 160; id++) await store.createPlant({ id: BigInt(id), name: 'filler', tag: `a tag long enough to count, number ${id}` });
+  for (let id = 100; id < 160; id++) await store.plants.createPlant({ id: BigInt(id), name: 'filler', tag: `a tag long enough to count, number ${id}` });
   const response = await app.inject({ method: 'GET', url: '/tags?limit=1000', headers: { ...headers, 'accept-encoding': 'gzip' } });
   t.equal(response.headers['content-encoding'], 'gzip', 'compressed, as its answer declares Content-Encoding');
   const plain = response.headers['content-encoding'] === 'gzip' ? gunzipSync(response.rawPayload) : response.rawPayload;

@@ -150,7 +150,7 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
   const { store, path, lockWait } = storeTellingLockWaits(t);
   const holder = await holdWriteLock(path);
   t.teardown(() => holder.release());
-  const first = inFlight(store.createPlant({ id: 1n, name: 'first' }));
+  const first = inFlight(store.plants.createPlant({ id: 1n, name: 'first' }));
   await Promise.race([lockWait, first.promise]);
   t.notOk(first.settled(), 'the first create waits for the lock');
 
@@ -162,9 +162,9 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
     return result;
   };
   t.teardown(() => (DatabaseSync.prototype.exec = exec));
-  const second = inFlight(store.createPlant({ id: 1n, name: 'second, same id' }));
-  const third = inFlight(store.createPlant({ id: 2n, name: 'third' }));
-  t.equal(await store.getPlant(1n), undefined, 'a read answers while the writes wait');
+  const second = inFlight(store.plants.createPlant({ id: 1n, name: 'second, same id' }));
+  const third = inFlight(store.plants.createPlant({ id: 2n, name: 'third' }));
+  t.equal(await store.plants.getPlant(1n), undefined, 'a read answers while the writes wait');
   t.notOk(first.settled() || second.settled() || third.settled(), 'the read answered first');
 
   await holder.release();
@@ -176,19 +176,19 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
 
 t.test('the outbox poll, token last-use times and pruning wait for the lock without blocking, then fail as unavailable', async (t) => {
   const { store, path, lockWait } = storeTellingLockWaits(t);
-  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' }, 100);
-  await store.createPlant({ id: 1n, name: 'with an event to deliver' });
-  const token = await store.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
+  await store.webhooks.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' }, 100);
+  await store.plants.createPlant({ id: 1n, name: 'with an event to deliver' });
+  const token = await store.tokens.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
   const holder = await holdWriteLock(path);
   t.teardown(() => holder.release());
 
   const writes = {
-    'claimDueDeliveries (the outbox poll)': inFlight(store.claimDueDeliveries(new Date(Date.now() + 1_000), 10_000, 10)),
-    'recordTokenUse (last-use batching)': inFlight(store.recordTokenUse(new Map([[token.id, new Date().toISOString()]]))),
-    pruneDeliveries: inFlight(store.pruneDeliveries(new Date(), new Date())),
+    'claimDueDeliveries (the outbox poll)': inFlight(store.webhooks.claimDueDeliveries(new Date(Date.now() + 1_000), 10_000, 10)),
+    'recordTokenUse (last-use batching)': inFlight(store.tokens.recordTokenUse(new Map([[token.id, new Date().toISOString()]]))),
+    pruneDeliveries: inFlight(store.webhooks.pruneDeliveries(new Date(), new Date())),
   };
   await Promise.race([lockWait, ...Object.values(writes).map((write) => write.promise.catch(() => undefined))]);
-  t.equal(await store.countPendingDeliveries(), 1, 'reads answer while they wait');
+  t.equal(await store.webhooks.countPendingDeliveries(), 1, 'reads answer while they wait');
   await t.resolves(store.ping(), 'and so does ping: a lock held elsewhere does not make the instance unready');
   for (const [name, write] of Object.entries(writes)) {
     t.notOk(write.settled(), `${name} was still waiting when the reads answered`);

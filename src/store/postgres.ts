@@ -5,10 +5,13 @@
 // transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { all, judged, migrate, outboxInsert, plantsWhere, selectPlants, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
-  type Steps, type WriteScope } from './sql.ts';
+import { migrate } from './migrations.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
+import { judged, plantsWhere, toPlants } from './plants.ts';
+import { all, joined, raw, sql, type Driver, type EventOrigin, type Spelling, type Sql, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { SqlStore } from './store.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type PlantRecord } from './types.ts';
+import { outboxInsert } from './webhooks.ts';
 
 export interface PostgresOptions {
   poolSize: number;
@@ -46,24 +49,25 @@ const INT8_OID = 20;
 // Many creates and their events in one statement (group commit): distinct ids in id order, so that two
 // batches racing on the same ids lock them in the same order. Answers the ids inserted, each with
 // whether the batch wrote deliveries (every created row joins the same subscriptions).
-// Parameters: the ids, one array per field of PLANT_FIELDS, the keys, payloads and traceparents, then the time.
-const BATCH_COLUMNS = ['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'];
-const BATCH_ARRAYS = ['int8[]', ...PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].pgArray), 'text[]', 'text[]', 'text[]'];
-const FIELD_LIST = PLANT_FIELD_NAMES.join(', ');
-const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest(${BATCH_ARRAYS.map((type, at) => `$${at + 1}::${type}`).join(', ')}) AS t(${BATCH_COLUMNS.join(', ')})),
-  created AS (
-    INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
-  events AS (
-    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', `$${BATCH_ARRAYS.length + 1}::timestamptz`, 'input.traceparent')}
-    RETURNING 1)
-  SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
+const FIELD_LIST = raw(PLANT_FIELD_NAMES.join(', '));
+const BATCH_COLUMNS = raw(['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'].join(', '));
+const NEW_EVENTS = raw('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s');
 
-const PLANTS_BY_IDS = selectPlants('id = ANY(?::int8[])');
-
-/** A field's value in a batch's array: int64 fields as text, which pg writes exactly; no value as NULL. */
-function asParameter(value: unknown): unknown {
-  return typeof value === 'bigint' ? String(value) : (value ?? null);
+function createPlants(creates: PendingCreate[]): Sql {
+  const column = (values: unknown[], type: string) => sql`${values}::${raw(type)}`;
+  const arrays = joined([
+    column(creates.map(({ plant }) => String(plant.id)), 'int8[]'),
+    // A field's value: int64 fields as text, which pg writes exactly; no value as NULL.
+    ...PLANT_FIELD_NAMES.map((field) => column(creates.map(({ plant }) => (typeof plant[field] === 'bigint' ? String(plant[field]) : (plant[field] ?? null))), COLUMN_KINDS[PLANT_FIELDS[field]].pgArray)),
+    column(creates.map(({ origin }) => origin.key), 'text[]'),
+    column(creates.map(({ plant }) => eventPayload(plant)), 'text[]'),
+    column(creates.map(({ origin }) => origin.traceparent), 'text[]'),
+  ], ', ');
+  const events = outboxInsert(NEW_EVENTS, 'plant.created', raw('input.key'), raw('input.payload'), sql`${new Date().toISOString()}::timestamptz`, raw('input.traceparent'));
+  return sql`WITH input AS (SELECT * FROM unnest(${arrays}) AS t(${BATCH_COLUMNS})),
+    created AS (INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+    events AS (${events} RETURNING 1)
+    SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 }
 
 interface PendingCreate {
@@ -81,10 +85,11 @@ export class PostgresStore extends SqlStore {
 class PostgresDriver implements Driver {
   readonly spelling: Spelling = {
     dialect: 'postgres',
-    forUpdate: ' FOR UPDATE',
-    skipLocked: (table) => ` FOR UPDATE OF ${table} SKIP LOCKED`,
-    takeTurns: (kind) => `SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`,
-    firstDeliveries: (where, order) => `CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER)) x`,
+    forUpdate: raw(' FOR UPDATE'),
+    skipLocked: (table) => raw(` FOR UPDATE OF ${table} SKIP LOCKED`),
+    takeTurns: (kind) => raw(`SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`),
+    firstDeliveries: (where, order, limit) =>
+      sql`CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER)) x`,
   };
   readonly #pool: pg.Pool;
   #closed = false;
@@ -96,8 +101,6 @@ class PostgresDriver implements Driver {
   readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
-  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them. */
-  readonly #numbered = new Map<string, string>();
 
   private constructor(pool: pg.Pool, pingTimeoutMs: number) {
     this.#pool = pool;
@@ -111,7 +114,7 @@ class PostgresDriver implements Driver {
     try {
       // Under a lock held until commit, so that instances starting together migrate in turns.
       const migration = function* () {
-        yield all(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+        yield all(raw(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
         yield* migrate('postgres');
       };
       await withStartupRetry(() => migrator.write(migration, 'transaction'), options);
@@ -196,14 +199,8 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: CREATE_PLANTS, values: [
-        distinct.map(({ plant }) => String(plant.id)),
-        ...PLANT_FIELD_NAMES.map((field) => distinct.map(({ plant }) => asParameter(plant[field]))),
-        distinct.map(({ origin }) => origin.key),
-        distinct.map(({ plant }) => eventPayload(plant)),
-        distinct.map(({ origin }) => origin.traceparent),
-        new Date().toISOString(),
-      ] }));
+      const batch = createPlants(distinct);
+      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: batch.text('postgres'), values: batch.values }));
     } catch (error) {
       if (isConnectionError(error)) throw new StoreUnavailableError(error);
       // Something the database refuses in one plant (or a lost race) must not fail the others.
@@ -213,7 +210,7 @@ class PostgresDriver implements Driver {
     const eventWritten = rows.some((row) => row.wrote_deliveries);
     const isCreated = (create: PendingCreate) => created.has(create.plant.id) && first.get(create.plant.id) === create;
     const others = creates.filter((create) => !isCreated(create)).map((create) => String(create.plant.id));
-    const stored = others.length === 0 ? [] : await this.query(plantsWhere(PLANTS_BY_IDS, others), toPlants);
+    const stored = others.length === 0 ? [] : await this.query(plantsWhere(sql`id = ANY(${others}::int8[])`), toPlants);
     const byId = new Map(stored.map((plant) => [plant.id, plant]));
     return Promise.allSettled(
       creates.map(async (create): Promise<CreateResult> => {
@@ -235,25 +232,15 @@ class PostgresDriver implements Driver {
     // The statement that writes the outbox rows finds the subscribers itself.
     if (statement.kind === 'wanted') return true;
     try {
-      if (statement.kind === 'exec') return await on.query(statement.sql);
+      if (statement.kind === 'exec') return await on.query(statement.script);
       // Unnamed: a named statement lives in its server session, which a pooler in transaction mode shares between clients.
-      const text = this.#placeholders(statement.sql);
-      const values = statement.params;
+      const text = statement.sql.text('postgres');
+      const values = statement.sql.values;
       const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
       throw unavailableOr(error);
     }
-  }
-
-  #placeholders(sql: string): string {
-    let numbered = this.#numbered.get(sql);
-    if (numbered === undefined) {
-      let count = 0;
-      numbered = sql.replace(/\?/g, () => `$${++count}`);
-      this.#numbered.set(sql, numbered);
-    }
-    return numbered;
   }
 
   async #transaction<T>(work: () => Steps<T>): Promise<T> {
@@ -264,17 +251,17 @@ class PostgresDriver implements Driver {
       throw unavailableOr(error);
     }
     try {
-      await client.query('BEGIN');
+      await client.query('BEGIN').catch(rethrown);
       const result = await this.#steps(work(), client);
-      await client.query('COMMIT');
+      await client.query('COMMIT').catch(rethrown);
       client.release();
       return result;
     } catch (error) {
-      let broken = error instanceof StoreUnavailableError || isConnectionError(error);
+      let broken = error instanceof StoreUnavailableError;
       // A ROLLBACK that failed (its deadline passed) leaves the connection unusable too.
       if (!broken) broken = await client.query('ROLLBACK').then(() => false, () => true);
       client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
-      throw unavailableOr(error);
+      throw error;
     }
   }
 
@@ -325,8 +312,8 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
     try {
       return await work();
     } catch (failure) {
-      const error = failure instanceof StoreUnavailableError ? failure.cause : failure;
-      if (!isConnectionError(error)) throw error;
+      if (!(failure instanceof StoreUnavailableError)) throw failure;
+      const error = failure.cause;
       const left = giveUpAt - performance.now();
       if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started, attempt);
       // The last wait is cut short so that the last try falls on the deadline.
@@ -342,20 +329,21 @@ function ignoreCheckedOutError(): void {
   // Reported where it matters: by the query it fails, or by the pool's 'error' event once idle.
 }
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-// SQLSTATE class 08 (connection exception), 57P0x (server shutting down), 53300 (too many
-// connections), socket errors, and pg's own messages for a dropped or timed-out connection.
+/**
+ * Whether a failure of pg is the connection's: the server's own errors (DatabaseError) by SQLSTATE, class 08 (connection exception),
+ * 57P0x (shutting down) or 53300 (too many connections); anything else pg fails with (a socket error, its connect or read timeout,
+ * a connection or pool ended) means no answer came.
+ */
 function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P0') || code === '53300' || CONNECTION_ERROR_CODES.has(code))) {
-    return true;
-  }
-  return /Connection terminated|timeout exceeded when trying to connect|connection error|Query read timeout|Cannot use a pool after calling end/i.test(
-    (error as Error)?.message ?? '',
-  );
+  if (error instanceof pg.DatabaseError) return error.code !== undefined && (error.code.startsWith('08') || error.code.startsWith('57P0') || error.code === '53300');
+  return error instanceof Error && !(error instanceof TypeError);
 }
 
+function rethrown(error: unknown): never {
+  throw unavailableOr(error);
+}
+
+/** A failure of pg, as StoreUnavailableError when no answer came. */
 function unavailableOr(error: unknown): unknown {
-  return isConnectionError(error) && !(error instanceof StoreUnavailableError) ? new StoreUnavailableError(error) : error;
+  return isConnectionError(error) ? new StoreUnavailableError(error) : error;
 }

@@ -9,20 +9,27 @@
 // finds the lock taken waits on timers (reads meanwhile go on: WAL readers need no lock), up to
 // LOCK_WAIT_MS per write, then fails as StoreUnavailableError (503). A full disk (or any I/O error) fails
 // the batch as StoreUnavailableError too, and ping() rejects until a write succeeds again.
+import { statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { preparePrivateFiles } from './sqlite-files.ts';
-import { migrate, only, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { migrate } from './migrations.ts';
+import { only, raw, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { SqlStore } from './store.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
+import { wanting } from './webhooks.ts';
 
 /** How long a write waits for a write lock another process holds (documented: docs/operations.md, openapi.yaml's 503). */
 export const LOCK_WAIT_MS = 5_000;
 /** Waits between tries for the lock: short at first (most holders commit within milliseconds), then capped. */
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 50;
+/** Free space on the database's filesystem that lets a storage fault's ping answer ready again: a batch's WAL frames fit. */
+const ROOM_TO_WRITE = 1024 * 1024;
 /** At boot, before the service listens, blocking on a lock freezes nothing: migrations may wait this long. */
 const BOOT_BUSY_TIMEOUT_MS = 5_000;
 
-const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, `SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`]));
+const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, sql`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`.text('sqlite')]));
 
 export interface SqliteOptions {
   /** Told when writes find the write lock held by another process, once per wait. */
@@ -50,17 +57,18 @@ export class SqliteStore extends SqlStore {
 class SqliteDriver implements Driver {
   readonly spelling: Spelling = {
     dialect: 'sqlite',
-    forUpdate: '',
-    skipLocked: () => '',
+    forUpdate: raw(''),
+    skipLocked: () => raw(''),
     // No LATERAL: the ids of each row's first deliveries, looked up by id.
-    firstDeliveries: (where, order) => `JOIN webhook_deliveries x ON x.id IN (
-      SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER))`,
+    firstDeliveries: (where, order, limit) => sql`JOIN webhook_deliveries x ON x.id IN (
+      SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER))`,
   };
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, reading integers as BigInt so that int64 ids stay exact. */
   readonly #prepared = new Map<string, StatementSync>();
   readonly #preparedTuples = new Map<string, StatementSync>();
   readonly #options: SqliteOptions;
+  readonly #path: string;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
   #writer: Promise<void> | undefined;
@@ -76,6 +84,7 @@ class SqliteDriver implements Driver {
 
   constructor(path: string, options: SqliteOptions) {
     this.#options = options;
+    this.#path = path;
     if (path !== ':memory:') for (const line of preparePrivateFiles(path)) process.emitWarning(line);
     this.#db = new DatabaseSync(path);
     // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
@@ -137,16 +146,12 @@ class SqliteDriver implements Driver {
     });
   }
 
+  /** Never writes: after a storage fault, ready again once the filesystem has room for writes (or a write has committed). */
   async ping(): Promise<void> {
     this.#statement('SELECT 1').get();
-    // After a full disk, ready again only once a write succeeds: a balancer sends no writes to find out. The probe
-    // needs new space on disk (WAL frames) yet leaves nothing behind.
-    if (this.#writeFault !== undefined) {
-      await this.write(function* () {
-        yield run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write probe', '')");
-        yield run('DELETE FROM schema_migrations WHERE version = -1');
-      }, 'transaction');
-    }
+    if (this.#writeFault === undefined) return;
+    const room = this.#path === ':memory:' ? 0 : await statfs(dirname(this.#path)).then(({ bavail, bsize }) => bavail * bsize);
+    if (room < ROOM_TO_WRITE) throw new StoreUnavailableError(this.#writeFault);
   }
 
   async close(): Promise<void> {
@@ -173,9 +178,10 @@ class SqliteDriver implements Driver {
 
   #execute(statement: Statement): unknown {
     if (statement.kind === 'wanted') return this.#wanted(statement.event);
-    if (statement.kind === 'exec') return this.#db.exec(statement.sql);
-    const prepared = this.#statement(statement.sql, statement.kind === 'tuples');
-    return statement.kind === 'run' ? Number(prepared.run(...(statement.params as never[])).changes) : prepared.all(...(statement.params as never[]));
+    if (statement.kind === 'exec') return this.#db.exec(statement.script);
+    const prepared = this.#statement(statement.sql.text('sqlite'), statement.kind === 'tuples');
+    const values = statement.sql.values as never[];
+    return statement.kind === 'run' ? Number(prepared.run(...values).changes) : prepared.all(...values);
   }
 
   #statement(sql: string, tuples = false): StatementSync {

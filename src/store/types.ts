@@ -172,16 +172,19 @@ export class SubscriptionLimitError extends Error {
   }
 }
 
-export interface PlantStore {
+export interface PlantRepository {
   /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult>;
   /** Plants in ascending id order. */
   listPlants(query: PageQuery): Promise<PlantRecord[]>;
   getPlant(id: bigint): Promise<PlantRecord | undefined>;
-  /** Replaces name and tag; the precondition is checked in the same transaction as the write. */
+  /** Replaces the content; the precondition is checked in the same transaction as the write. */
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite>;
   /** Deletes the plant; `plant` in the result is what was deleted. */
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite>;
+}
+
+export interface TokenRepository {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
   /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean>;
@@ -193,17 +196,14 @@ export interface PlantStore {
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
   /** Records when tokens were last used; called in batches, never once per request. */
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
-  /**
-   * Stores the subscription unless `max` are stored already (then rejects with SubscriptionLimitError); decided in
-   * the write, so that creates racing at the limit, on any instance, never store more than `max`.
-   */
+}
+
+export interface WebhookRepository {
+  /** Stores the subscription unless `max` are stored (SubscriptionLimitError), decided in the write: racing creates never store more. */
   createSubscription(subscription: NewSubscription, max: number): Promise<Subscription>;
   /** Subscriptions in ascending id order. */
   listSubscriptions(query: KeysetQuery): Promise<Subscription[]>;
-  /**
-   * Makes `secret` the signing secret; the one it replaces keeps signing until `previousUntil` (an older previous one
-   * stops at once). Undefined when the subscription does not exist.
-   */
+  /** Makes `secret` the signing secret; the one it replaces signs too until `previousUntil`. Undefined when there is no such subscription. */
   rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined>;
   /** Enables the subscription again (events from now on are delivered); undefined when it does not exist. */
   enableSubscription(id: bigint): Promise<Subscription | undefined>;
@@ -212,11 +212,9 @@ export interface PlantStore {
   /** Newest first; undefined when the subscription does not exist. */
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
   /**
-   * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`, and beyond that limit the
-   * first due delivery of every subscription that holds no lease (its own slot, which no other subscription can take).
-   * Instances sharing a database never lease the same delivery at once. A subscription gets at most `perSubscription`
-   * leased at once (counting those it holds already), or `unanswered` while its receiver has not answered its latest
-   * attempt (or had none yet), and a claim takes every subscription's first due delivery before any second.
+   * Leases up to `limit` due deliveries until `now + leaseMs`, and beyond that the first due delivery of every subscription holding
+   * no lease; never one delivery to two instances at once. A subscription gets at most `perSubscription` leased at once, or
+   * `unanswered` while its receiver has not answered its latest attempt, and every subscription's first before any second.
    */
   claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number, unanswered?: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome, and whether the receiver answered it (a `responseStatus`), for the subscription's share. */
@@ -225,10 +223,14 @@ export interface PlantStore {
   countPendingDeliveries(): Promise<number>;
   /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
-  /**
-   * Resolves when the store answers a trivial query; rejects otherwise. A driver whose last write failed
-   * for its storage (a full disk) rejects until a write succeeds again, trying one itself if need be.
-   */
+}
+
+/** The store: a repository per concern over one database. */
+export interface PlantStore {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenRepository;
+  readonly webhooks: WebhookRepository;
+  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }

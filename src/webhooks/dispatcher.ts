@@ -8,7 +8,7 @@
 // At-least-once: a crash between sending and recording means one more send after the lease.
 import { Webhook } from 'standardwebhooks';
 import type { Agent, request } from 'undici';
-import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
+import type { AttemptOutcome, ClaimedDelivery, WebhookRepository } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
 export interface DispatcherLog {
@@ -26,7 +26,7 @@ export interface AttemptResult {
 export type TraceAttempt = (delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>) => Promise<AttemptResult>;
 
 export interface DispatcherOptions {
-  store: PlantStore;
+  store: WebhookRepository;
   log: DispatcherLog;
   /** Delays between attempts: the first attempt is immediate, then one attempt after each delay. */
   retryScheduleMs: readonly number[];
