@@ -8,7 +8,7 @@ import pg from 'pg';
 import { migrate } from './migrations.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
 import { judged, plantsWhere, toPlants } from './plants.ts';
-import { all, joined, raw, sql, type Driver, type EventOrigin, type Spelling, type Sql, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { all, joined, raw, Sql, sql, type Driver, type EventOrigin, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { SqlStore } from './store.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type PlantRecord } from './types.ts';
 import { outboxInsert } from './webhooks.ts';
@@ -128,7 +128,8 @@ class PostgresDriver implements Driver {
     return this.#track(() => this.#steps(work(), this.#pool));
   }
 
-  async query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
+  async query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+    const statement = read instanceof Sql ? all(read) : read;
     if (this.#closed) throw new Error('The store is closed.');
     this.#inFlight++;
     try {
@@ -334,7 +335,7 @@ function ignoreCheckedOutError(): void {
  * 57P0x (shutting down) or 53300 (too many connections); anything else pg fails with (a socket error, its connect or read timeout,
  * a connection or pool ended) means no answer came.
  */
-function isConnectionError(error: unknown): boolean {
+export function isConnectionError(error: unknown): boolean {
   if (error instanceof pg.DatabaseError) return error.code !== undefined && (error.code.startsWith('08') || error.code.startsWith('57P0') || error.code === '53300');
   return error instanceof Error && !(error instanceof TypeError);
 }

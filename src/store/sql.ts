@@ -90,8 +90,8 @@ export interface Driver {
   readonly spelling: Spelling;
   /** Runs reads; each statement sees what is committed. */
   read<T>(work: () => Steps<T>): Promise<T>;
-  /** Runs one read statement, answering what `answer` makes of its result: a read without the steps around it. */
-  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T>;
+  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result: a read without steps around it. */
+  query<T>(statement: Statement | Sql, answer: (result: unknown) => T): Promise<T>;
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T>;
   /** Writes creates issued together in one statement; `alone` creates one plant by the shared rule. */
   createPlant?(plant: PlantRecord, origin: EventOrigin, alone: () => Promise<CreateResult>): Promise<CreateResult>;

@@ -36,7 +36,7 @@ export class SqlTokens implements TokenRepository {
   }
 
   findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    return this.#driver.query(all(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`), firstToken);
+    return this.#driver.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
   }
 
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
