@@ -1,8 +1,5 @@
-// The PostgreSQL driver of the store (sql.ts), through `pg`; also for wire-compatible distributed SQL
-// engines. Every instance of the service may share one database: uniqueness, identical-replay checks and
-// conditional writes are decided by the database inside one statement or transaction, so racing
-// instances get exactly one winner. Plain parameterized queries only, and locks that end with their
-// transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
+// The PostgreSQL driver, through `pg`, for any number of instances sharing one database: every rule is decided by the database
+// in one statement or transaction, with plain parameterized queries and transaction-scoped locks, so a pooler in transaction mode fits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrate } from './migrations.ts';
@@ -28,13 +25,11 @@ export interface PostgresOptions {
 /** A start gave up on an unreachable server; says how long it tried. */
 export class StartupGaveUpError extends StoreUnavailableError {
   readonly triedForMs: number;
-  readonly attempts: number;
 
-  constructor(cause: unknown, triedForMs: number, attempts: number) {
+  constructor(cause: unknown, triedForMs: number) {
     super(cause);
     this.name = 'StartupGaveUpError';
     this.triedForMs = triedForMs;
-    this.attempts = attempts;
   }
 }
 
@@ -45,10 +40,7 @@ const MIGRATION_LOCK = 7_240_318_001;
 const TURN_LOCKS = { 'first token': 7_240_318_002, subscription: 7_240_318_003 } as const;
 const INT8_OID = 20;
 
-
-// Many creates and their events in one statement (group commit): distinct ids in id order, so that two
-// batches racing on the same ids lock them in the same order. Answers the ids inserted, each with
-// whether the batch wrote deliveries (every created row joins the same subscriptions).
+// Creates and their events in one statement (group commit), in id order so racing batches lock alike; answers the ids inserted.
 const FIELD_LIST = raw(PLANT_FIELD_NAMES.join(', '));
 const BATCH_COLUMNS = raw(['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'].join(', '));
 const NEW_EVENTS = raw('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s');
@@ -128,15 +120,9 @@ class PostgresDriver implements Driver {
     return this.#track(() => this.#steps(work(), this.#pool));
   }
 
-  async query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
     const statement = read instanceof Sql ? all(read) : read;
-    if (this.#closed) throw new Error('The store is closed.');
-    this.#inFlight++;
-    try {
-      return answer(await this.#execute(statement, this.#pool));
-    } finally {
-      if (--this.#inFlight === 0) this.#onIdle?.();
-    }
+    return this.#track(async () => answer(await this.#execute(statement, this.#pool)));
   }
 
   /** A write of one statement commits on its own; any other runs in a transaction. */
@@ -161,17 +147,11 @@ class PostgresDriver implements Driver {
     return result.value;
   }
 
-  /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang on a database that neither answers nor refuses. */
+  /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang. */
   async ping(): Promise<void> {
     const timeoutMs = this.#pingTimeoutMs;
-    const ping = this.#track(async () => {
-      try {
-        // query_timeout also discards the connection that did not answer.
-        await this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig); // per-query option the types omit
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    });
+    // query_timeout (a per-query option the types omit) also discards the connection that did not answer.
+    const ping = this.#track(() => this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig).catch(rethrown));
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
       // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
@@ -200,10 +180,9 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      const batch = createPlants(distinct);
-      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: batch.text('postgres'), values: batch.values }));
+      rows = (await this.#execute(all(createPlants(distinct)), this.#pool)) as typeof rows;
     } catch (error) {
-      if (isConnectionError(error)) throw new StoreUnavailableError(error);
+      if (error instanceof StoreUnavailableError) throw error;
       // Something the database refuses in one plant (or a lost race) must not fail the others.
       return Promise.allSettled(creates.map((create) => create.alone()));
     }
@@ -245,12 +224,7 @@ class PostgresDriver implements Driver {
   }
 
   async #transaction<T>(work: () => Steps<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailableOr(error);
-    }
+    const client = await this.#pool.connect().catch(rethrown);
     try {
       await client.query('BEGIN').catch(rethrown);
       const result = await this.#steps(work(), client);
@@ -278,12 +252,7 @@ class PostgresDriver implements Driver {
   }
 }
 
-/**
- * Every wait for the server is bounded, since a stopped server cannot enforce its own statement_timeout:
- * a connection from the pool within connectionTimeoutMillis, each statement's answer within query_timeout
- * (pg's Client options, which the pool passes to each client). A statement that missed it fails, and its
- * connection is released with the error: the pool discards it instead of handing out one still waiting.
- */
+/** Every wait for the server is bounded (a stopped server enforces no statement_timeout); a connection that missed one is discarded. */
 function newPool(databaseUrl: string, options: PostgresOptions, max: number, queryTimeoutMs: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -297,10 +266,8 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
   });
   // An idle connection that dies must be reported, never crash the process; the pool replaces it.
   pool.on('error', (error) => options.onConnectionError?.(error));
-  // pg-pool listens for errors on idle clients only: one that dies while checked out (inside a
-  // transaction, between two queries) would emit 'error' with no listener and end the process.
-  // The query it breaks fails (503), and the pool discards the client on release (not queryable).
-  pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
+  // pg-pool listens on idle clients only: one dying while checked out would end the process. The query it breaks fails instead.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
@@ -316,7 +283,7 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
       if (!(failure instanceof StoreUnavailableError)) throw failure;
       const error = failure.cause;
       const left = giveUpAt - performance.now();
-      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started, attempt);
+      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started);
       // The last wait is cut short so that the last try falls on the deadline.
       const wait = Math.min(delay, left);
       options.onConnectionError?.(error as Error, Math.round(wait));
@@ -326,15 +293,7 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
   }
 }
 
-function ignoreCheckedOutError(): void {
-  // Reported where it matters: by the query it fails, or by the pool's 'error' event once idle.
-}
-
-/**
- * Whether a failure of pg is the connection's: the server's own errors (DatabaseError) by SQLSTATE, class 08 (connection exception),
- * 57P0x (shutting down) or 53300 (too many connections); anything else pg fails with (a socket error, its connect or read timeout,
- * a connection or pool ended) means no answer came.
- */
+/** The server's errors by SQLSTATE (08: connection, 57P0x: shutting down, 53300: too many connections); any other failure of pg means no answer came. */
 export function isConnectionError(error: unknown): boolean {
   if (error instanceof pg.DatabaseError) return error.code !== undefined && (error.code.startsWith('08') || error.code.startsWith('57P0') || error.code === '53300');
   return error instanceof Error && !(error instanceof TypeError);

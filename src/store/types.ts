@@ -1,4 +1,4 @@
-// The storage interface the handlers see. sql.ts implements it over a driver (sqlite.ts, postgres.ts).
+// The repositories callers see, by concern, and their records; plants.ts, tokens.ts and webhooks.ts implement them over a driver.
 import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
 import { exactJson, INT64_MAX, INT64_MIN } from '../int64.ts';
@@ -20,11 +20,7 @@ export interface CreateResult {
 /** The content of a plant: everything but its identity. */
 export type PlantContent = Omit<PlantRecord, 'id'>;
 
-/**
- * Code that lists a plant's fields one by one (plant-fields.ts, migrations) declares the list
- * `satisfies EveryPlantField<…>`: a field added to Plant in openapi.yaml then fails the type check
- * there, naming the field (docs/development.md: "Adding a field, end to end").
- */
+/** A list of every plant field (plant-fields.ts, migrations): a field added to openapi.yaml fails the type check there, named. */
 export type EveryPlantField<Value = true> = Record<keyof PlantContent, Value>;
 
 export interface KeysetQuery {
@@ -76,10 +72,7 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/**
- * Text that holds U+0000 (NUL): PostgreSQL's text type cannot hold it (SQLSTATE 22021) and SQLite can, so
- * every driver refuses it alike and data stays movable between them. `field` names what held it.
- */
+/** Text holding U+0000, which PostgreSQL cannot store: both drivers refuse it alike, so data stays movable between them. */
 export class UnstorableTextError extends Error {
   readonly field: string;
 
@@ -211,11 +204,7 @@ export interface WebhookRepository {
   deleteSubscription(id: bigint): Promise<boolean>;
   /** Newest first; undefined when the subscription does not exist. */
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
-  /**
-   * Leases up to `limit` due deliveries until `now + leaseMs`, and beyond that the first due delivery of every subscription holding
-   * no lease; never one delivery to two instances at once. A subscription gets at most `perSubscription` leased at once, or
-   * `unanswered` while its receiver has not answered its latest attempt, and every subscription's first before any second.
-   */
+  /** Leases due deliveries until `now + leaseMs` (never one to two instances), each subscription up to its share (webhooks.ts). */
   claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number, unanswered?: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome, and whether the receiver answered it (a `responseStatus`), for the subscription's share. */
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
