@@ -17,16 +17,16 @@ t.test('each store call is observed, a failure as an error that reaches its call
   t.teardown(() => app.close());
   const metrics = createMetrics(app, async () => 0);
   const plain = new SqliteStore(join(t.testdir(), 'plants.db'));
-  const store = metrics.instrument(plain);
+  const store = metrics.instrument(plain.plants);
 
-  const created = await store.plants.createPlant({ id: 1n, name: 'Monstera' });
+  const created = await store.createPlant({ id: 1n, name: 'Monstera' });
   t.equal(created.outcome, 'created', 'the caller gets the store result');
   t.equal(await storeCalls(metrics.registry, 'createPlant', 'ok'), 1, 'observed as ok');
 
   await plain.close();
   let caught: unknown;
   try {
-    await store.plants.createPlant({ id: 2n, name: 'Fern' });
+    await store.createPlant({ id: 2n, name: 'Fern' });
   } catch (error) {
     caught = error;
     t.equal(await storeCalls(metrics.registry, 'createPlant', 'error'), 1, 'observed as an error');
