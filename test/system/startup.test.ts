@@ -19,9 +19,9 @@ async function loadedAtBoot(afterBoot = '', env: Record<string, string> = {}): P
     const require = createRequire(process.cwd() + '/');
     const resolved = new Set();
     registerHooks({ resolve: (specifier, context, next) => { const result = next(specifier, context); resolved.add(result.url); return result; } });
-    const { buildApp } = await import('../src/app.ts');
-    const { loadConfig } = await import('../src/config.ts');
-    const { openStore } = await import('../src/store/factory.ts');
+    const { buildApp } = await import('./src/app.ts');
+    const { loadConfig } = await import('./src/config.ts');
+    const { openStore } = await import('./src/store/factory.ts');
     const store = await openStore('sqlite::memory:');
     const app = await buildApp({ config: { ...loadConfig(${JSON.stringify(env)}), logLevel: 'silent' }, store });
     await app.ready();
