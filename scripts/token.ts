@@ -11,7 +11,7 @@ try {
   try {
     const knownScopes = scopesInSpec(readSpecification());
     process.exitCode = await runTokenCommand(process.argv.slice(2), {
-      store,
+      store: store.tokens,
       knownScopes,
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`),

@@ -2,14 +2,14 @@
 // store named by DATABASE_URL. Only a token's hash is stored; create prints the token once, as
 // its last line, so scripts can take it with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { TokenNameTakenError, UnstorableTextError, type PlantStore } from '../store/types.ts';
+import { TokenNameTakenError, UnstorableTextError, type TokenRepository } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
 import { tokenStatus } from './verifier.ts';
 import { parseDuration } from '../duration.ts';
 
 export interface CliContext {
-  store: PlantStore;
+  store: TokenRepository;
   /** Scopes the contract's operations require; --scope must name one of them (or *). */
   knownScopes: readonly string[];
   out: (line: string) => void;

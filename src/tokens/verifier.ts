@@ -9,7 +9,7 @@
 // passed are remembered, so a wrong guess always takes the digest path; a lookup by text compares
 // contents only after a match of the string's seeded hash.
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { PlantStore, TokenRecord } from '../store/types.ts';
+import type { TokenRecord, TokenRepository } from '../store/types.ts';
 import { hasValidChecksum } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
 
@@ -41,7 +41,7 @@ interface CachedRecord {
 
 export interface VerifierOptions {
   staticTokens: readonly string[];
-  store: PlantStore;
+  store: TokenRepository;
   cacheTtlMs?: number;
   lastUsedFlushMs?: number;
   now?: () => number;
