@@ -24,7 +24,7 @@ const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'plants.db')}`;
 const store = await openStore(databaseUrl, { poolSize: 20 });
 const app = await buildApp({
-  config: { ...loadConfig({}), apiTokens: [TOKEN], logLevel: 'warn', authFailuresPerMinute: 0 },
+  config: { ...loadConfig({}), API_TOKENS: [TOKEN], LOG_LEVEL: 'warn', AUTH_FAILURES_PER_MINUTE: 0 },
   store,
 });
 await app.listen({ host: '127.0.0.1', port: 0 });

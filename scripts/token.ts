@@ -7,7 +7,7 @@ import { scopesInSpec } from '../src/tokens/scopes.ts';
 
 try {
   const config = loadConfig();
-  const store = await openStore(config.databaseUrl, storeOptions(config));
+  const store = await openStore(config.DATABASE_URL, storeOptions(config));
   try {
     const knownScopes = scopesInSpec(readSpecification());
     process.exitCode = await runTokenCommand(process.argv.slice(2), {

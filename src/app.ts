@@ -1,7 +1,7 @@
 // buildApp: the whole HTTP service on a given store, ready to inject or listen; each concern a plugin naming those it needs.
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
-import type { Config } from './config.ts';
+import { tracingOf, type Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
 import type { ServiceHandlers } from './contract/operations.ts';
@@ -32,10 +32,7 @@ export { handlerFor } from './contract/routes.ts';
 export const BODY_LIMIT = 64 * 1024;
 
 export interface AppDependencies {
-  config: Pick<
-    Config,
-    'apiTokens' | 'corsOrigins' | 'logLevel' | 'authFailuresPerMinute' | 'trustProxy' | 'rateLimitPerMinute' | 'redisUrl' | 'webhooks' | 'timeouts' | 'limits' | 'tracing' | 'docsPersistAuthorization'
-  >;
+  config: Config;
   store: PlantStore;
   /** Where JSON log lines go; stdout by default. */
   logStream?: NodeJS.WritableStream;
@@ -45,9 +42,9 @@ export interface AppDependencies {
 
 export async function buildApp({ config, store: plainStore, logStream, clock = Date.now }: AppDependencies): Promise<FastifyInstance> {
   // Tokens are known at start (issued ones by their shape): one rule for logs, request ids and spans.
-  const redact = createRedaction(config.apiTokens);
+  const redact = createRedaction(config.API_TOKENS);
   const app = Fastify(serverOptions(config, redact, logStream));
-  await app.register(observability, { pendingDeliveries: () => plainStore.webhooks.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace, redact });
+  await app.register(observability, { pendingDeliveries: () => plainStore.webhooks.countPendingDeliveries(), tracing: tracingOf(config), withOutboxTrace, redact });
   const { instrument } = app.observability;
   const [plants, tokens, webhooks] = [instrument(plainStore.plants), instrument(plainStore.tokens), instrument(plainStore.webhooks)];
   await app.register(contract, {
@@ -56,18 +53,20 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     isInvalidInput: (error) => error instanceof UnstorableTextError,
   });
   await app.register(security, {
-    corsOrigins: config.corsOrigins,
-    tokens: { staticTokens: config.apiTokens, store: tokens, now: clock },
-    authFailuresPerMinute: config.authFailuresPerMinute,
-    rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
+    corsOrigins: config.CORS_ORIGINS,
+    tokens: { staticTokens: config.API_TOKENS, store: tokens, now: clock },
+    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+    rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT },
   });
-  await app.register(transport, { limits: config.limits });
+  await app.register(transport, { limits: config });
 
   const dispatcher = new WebhookDispatcher({
     store: webhooks,
     log: app.log,
-    ...config.webhooks,
-    deliveredRetentionMs: config.webhooks.retentionMs,
+    retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    timeoutMs: config.WEBHOOK_TIMEOUT,
+    deliveredRetentionMs: config.WEBHOOK_RETENTION,
     onAttempt: app.observability.metrics.deliveryAttempt,
     ...(app.observability.traceAttempt && { traceAttempt: app.observability.traceAttempt }),
     now: clock,
@@ -78,12 +77,12 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
   // Parsed once per process; the docs and the routes each work on their own copy.
   const specification = readSpecification();
-  await app.register(docs, { specification, persistAuthorization: config.docsPersistAuthorization });
+  await app.register(docs, { specification, persistAuthorization: config.DOCS_PERSIST_AUTHORIZATION });
   // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
   const handlers: ServiceHandlers = {
     // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
     ...createPlantHandlers({ store: plants, afterChange: () => dispatcher.wake() }),
-    ...createWebhookHandlers({ store: webhooks, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
+    ...createWebhookHandlers({ store: webhooks, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, subscriptionsMax: config.WEBHOOK_SUBSCRIPTIONS_MAX }),
     ...createHealthHandlers({ ping: instrument({ ping: () => plainStore.ping() }).ping, stopping: () => app.lifecycle.draining }),
     ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(app.observability.metrics),
@@ -103,10 +102,10 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 
 function serverOptions(config: AppDependencies['config'], redact: Redact, logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
   return {
-    logger: loggerOptions(config.logLevel, redact, logStream),
+    logger: loggerOptions(config.LOG_LEVEL, redact, logStream),
     genReqId: requestIds(redact),
     // request.ip (logs, the failed-authentication guard) is then the client's, as trusted proxies report it.
-    trustProxy: trustProxyOption(config.trustProxy),
+    trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
     routerOptions: { querystringParser: parseQueryString },
@@ -119,15 +118,15 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     // Requests arriving on open connections while closing are served (transport/lifecycle.ts), not refused.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    requestTimeout: config.timeouts.requestMs,
-    keepAliveTimeout: config.timeouts.keepAliveMs,
+    requestTimeout: config.REQUEST_TIMEOUT,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
     // Node checks these limits every connectionsCheckingInterval: check often enough to honour them.
-    http: { headersTimeout: config.timeouts.headersMs, connectionsCheckingInterval: 1_000, ...TRANSPORT_SERVER_OPTIONS },
+    http: { headersTimeout: config.HEADERS_TIMEOUT, connectionsCheckingInterval: 1_000, ...TRANSPORT_SERVER_OPTIONS },
   };
 }
 
 // Fastify 5.12.1 made a numeric trustProxy trust nothing (GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps the n nearest hops, as README says.
-function trustProxyOption(trustProxy: AppDependencies['config']['trustProxy']): NonNullable<FastifyHttpOptions<Server>['trustProxy']> {
+function trustProxyOption(trustProxy: Config['TRUST_PROXY']): NonNullable<FastifyHttpOptions<Server>['trustProxy']> {
   if (typeof trustProxy !== 'number') return trustProxy;
   return (_address: string, hop: number) => hop < trustProxy;
 }

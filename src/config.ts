@@ -72,10 +72,10 @@ export const ENVIRONMENT = {
     OTEL_EXPORTER_OTLP_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the OTLP collector; set (or the next), traces are on' },
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { type: 'string', parse: 'httpUrl', description: 'the full traces URL, instead of the base above' },
     // The SDK reads these itself; declared so that a value it would only warn about stops the start.
-    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string', enum: ['http/json'], description: 'spans are sent as OTLP/HTTP JSON' },
-    OTEL_TRACES_SAMPLER: { type: 'string', enum: TRACES_SAMPLERS, description: 'which traces are sampled' },
-    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers' },
+    OTEL_EXPORTER_OTLP_PROTOCOL: { type: 'string', enum: ['http/json'], default: 'http/json', description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: { type: 'string', enum: ['http/json'], default: 'http/json', description: 'spans are sent as OTLP/HTTP JSON' },
+    OTEL_TRACES_SAMPLER: { type: 'string', enum: TRACES_SAMPLERS, default: 'parentbased_always_on', description: 'which traces are sampled' },
+    OTEL_TRACES_SAMPLER_ARG: { type: 'number', minimum: 0, maximum: 1, default: 1, description: 'the ratio of the traceidratio samplers' },
   },
 } as const satisfies ExtendedJSONSchema<{ parse: Parser }>;
 
@@ -97,62 +97,21 @@ type Environment = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
   deserialize: [Reads<'duration'>, Reads<'deadline'>, Reads<'schedule'>, Reads<'tokens'>, Reads<'origins'>, Reads<'trustProxy'>];
 }>;
 
-export type Config = ReturnType<typeof loadConfig>;
+export type Config = Environment;
 
-/** Reads and validates the environment; throws a ConfigError naming each variable that is wrong and what it takes. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env) {
-  const raw = validated(env);
-  return {
-    host: raw.HOST,
-    port: raw.PORT,
-    databaseUrl: raw.DATABASE_URL,
-    databasePoolSize: raw.DATABASE_POOL_SIZE,
-    databaseStartupMs: raw.DATABASE_STARTUP_TIMEOUT,
-    databaseQueryMs: raw.DATABASE_QUERY_TIMEOUT,
-    apiTokens: raw.API_TOKENS,
-    logLevel: raw.LOG_LEVEL,
-    authFailuresPerMinute: raw.AUTH_FAILURES_PER_MINUTE,
-    trustProxy: raw.TRUST_PROXY,
-    corsOrigins: raw.CORS_ORIGINS,
-    docsPersistAuthorization: raw.DOCS_PERSIST_AUTHORIZATION,
-    webhooks: {
-      allowPrivateNetworks: raw.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      retryScheduleMs: raw.WEBHOOK_RETRY_SCHEDULE,
-      timeoutMs: raw.WEBHOOK_TIMEOUT,
-      retentionMs: raw.WEBHOOK_RETENTION,
-      subscriptionsMax: raw.WEBHOOK_SUBSCRIPTIONS_MAX,
-    },
-    timeouts: {
-      requestMs: raw.REQUEST_TIMEOUT,
-      headersMs: raw.HEADERS_TIMEOUT,
-      keepAliveMs: raw.KEEP_ALIVE_TIMEOUT,
-      shutdownDelayMs: raw.SHUTDOWN_DELAY,
-      shutdownMs: raw.SHUTDOWN_TIMEOUT,
-      redisMs: raw.REDIS_TIMEOUT,
-    },
-    limits: {
-      compressions: raw.COMPRESSION_CONCURRENCY,
-      connections: raw.MAX_CONNECTIONS,
-      pageReadsAtOnce: raw.PAGE_READS_AT_ONCE,
-      pageReadsQueued: raw.PAGE_READS_QUEUED,
-      maxEventLoopDelayMs: raw.MAX_EVENT_LOOP_DELAY,
-      maxHeapUsedPercent: raw.MAX_HEAP_USED_PERCENT,
-    },
-    ...(raw.RATE_LIMIT_PER_MINUTE !== undefined && { rateLimitPerMinute: raw.RATE_LIMIT_PER_MINUTE }),
-    ...(raw.REDIS_URL !== undefined && { redisUrl: raw.REDIS_URL }),
-    // Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
-    ...(!raw.OTEL_SDK_DISABLED && (raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? raw.OTEL_EXPORTER_OTLP_ENDPOINT) !== undefined && {
-      tracing: { dbSystem: /^postgres(ql)?:/.test(raw.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const) },
-    }),
-  };
+// Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
+export function tracingOf(config: Config) {
+  if (config.OTEL_SDK_DISABLED || (config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? config.OTEL_EXPORTER_OTLP_ENDPOINT) === undefined) return undefined;
+  return { dbSystem: /^postgres(ql)?:/.test(config.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const) };
 }
 
 /** What the store is opened with: DATABASE_POOL_SIZE, DATABASE_STARTUP_TIMEOUT and DATABASE_QUERY_TIMEOUT. */
 export function storeOptions(config: Config) {
-  return { poolSize: config.databasePoolSize, startupTimeoutMs: config.databaseStartupMs, queryTimeoutMs: config.databaseQueryMs };
+  return { poolSize: config.DATABASE_POOL_SIZE, startupTimeoutMs: config.DATABASE_STARTUP_TIMEOUT, queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT };
 }
 
-function validated(env: NodeJS.ProcessEnv): Environment {
+/** Reads and validates the environment; throws a ConfigError naming each variable that is wrong and what it takes. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
   const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
   try {

@@ -10,11 +10,11 @@ import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const { shutdownDelayMs, shutdownMs } = config.timeouts;
+  const { SHUTDOWN_DELAY: shutdownDelayMs, SHUTDOWN_TIMEOUT: shutdownMs } = config;
   // Before the store opens: a contract that cannot be served, or kept by the store, must not migrate the database either.
   await checkSpecificationAtStart();
   checkPlantFields(readSpecification());
-  const store = await openStore(config.databaseUrl, {
+  const store = await openStore(config.DATABASE_URL, {
     ...storeOptions(config),
     onConnectionError: (error, retryInMs) => warn(retryInMs === undefined ? 'database connection lost' : `database unreachable; retrying in ${retryInMs} ms`, error),
     onLockWait: (error) => warn(`another process holds the SQLite write lock; writes wait for it up to ${LOCK_WAIT_MS / 1000} s, then answer 503`, error),
@@ -64,15 +64,15 @@ async function main(): Promise<void> {
       );
   }
 
-  await app.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
+  await app.listen({ host: config.HOST, port: config.PORT }).catch((error: unknown) => {
     throw listenFailure(error, config);
   });
   // With PORT=0 the system picks the port; the example must show the real one.
   const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const port = typeof address === 'object' && address !== null ? address.port : config.PORT;
   // Created only once listening succeeded: a token made by a start that then failed would never be shown.
-  const firstToken = await ensureFirstToken(store.tokens, config.apiTokens);
-  if (firstToken) announceFirstToken(firstToken, { ...config, port });
+  const firstToken = await ensureFirstToken(store.tokens, config.API_TOKENS);
+  if (firstToken) announceFirstToken(firstToken, { ...config, PORT: port });
 }
 
 // Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs.
@@ -82,8 +82,8 @@ function warn(msg: string, error: Error): void {
 
 // Shown once, on the start that created it; only its hash is stored, so it cannot be shown again.
 function announceFirstToken(token: string, config: Config): void {
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
   process.stderr.write(
     [
       '',
@@ -103,13 +103,13 @@ main().catch((error: unknown) => {
 
 // Why the socket could not be opened, in terms of the two variables that choose it.
 function listenFailure(error: unknown, config: Config): unknown {
-  const at = `PORT ${config.port} on HOST ${config.host}`;
+  const at = `PORT ${config.PORT} on HOST ${config.HOST}`;
   const advice: Record<string, string> = {
     EADDRINUSE: `${at} is already in use (EADDRINUSE): stop the process holding it, or choose another PORT (0 lets the system pick one).`,
     EACCES: `${at} needs privileges this user lacks: choose a PORT above 1023.`,
-    EADDRNOTAVAIL: `HOST ${config.host} is not an address of this machine: use one of its addresses, 127.0.0.1, or 0.0.0.0 for all of them.`,
-    ENOTFOUND: `HOST ${config.host} does not resolve to an address: use an IP address (127.0.0.1, 0.0.0.0) or a name this machine resolves.`,
-    EAI_AGAIN: `HOST ${config.host} could not be resolved (the name service did not answer): use an IP address such as 127.0.0.1 or 0.0.0.0.`,
+    EADDRNOTAVAIL: `HOST ${config.HOST} is not an address of this machine: use one of its addresses, 127.0.0.1, or 0.0.0.0 for all of them.`,
+    ENOTFOUND: `HOST ${config.HOST} does not resolve to an address: use an IP address (127.0.0.1, 0.0.0.0) or a name this machine resolves.`,
+    EAI_AGAIN: `HOST ${config.HOST} could not be resolved (the name service did not answer): use an IP address such as 127.0.0.1 or 0.0.0.0.`,
   };
   const code = (error as NodeJS.ErrnoException)?.code;
   return code !== undefined && code in advice ? new ConfigError(advice[code], { cause: error }) : error;

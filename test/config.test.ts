@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig, tracingOf } from '../src/config.ts';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -13,29 +13,42 @@ function configError(env: Record<string, string>): ConfigError {
 
 t.test('defaults when nothing is set', async (t) => {
   t.same(loadConfig({}), {
-    host: '127.0.0.1',
-    port: 3000,
-    databaseUrl: 'sqlite:./data/plants.db',
-    databasePoolSize: 10,
-    databaseStartupMs: 20_000,
-    databaseQueryMs: 5_000,
-    apiTokens: [],
-    logLevel: 'info',
-    authFailuresPerMinute: 100,
-    trustProxy: false,
-    corsOrigins: [],
-    docsPersistAuthorization: false,
-    webhooks: {
-      allowPrivateNetworks: false,
-      retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
-      timeoutMs: 10_000,
-      retentionMs: 3_600_000,
-      subscriptionsMax: 100,
-    },
-    timeouts: { requestMs: 30_000, headersMs: 10_000, keepAliveMs: 65_000, shutdownDelayMs: 5_000, shutdownMs: 10_000, redisMs: 100 },
-    limits: { compressions: 4, connections: 1000, pageReadsAtOnce: 4, pageReadsQueued: 64, maxEventLoopDelayMs: 500, maxHeapUsedPercent: 90 },
+    HOST: '127.0.0.1',
+    PORT: 3000,
+    DATABASE_URL: 'sqlite:./data/plants.db',
+    DATABASE_POOL_SIZE: 10,
+    DATABASE_STARTUP_TIMEOUT: 20_000,
+    DATABASE_QUERY_TIMEOUT: 5_000,
+    API_TOKENS: [],
+    LOG_LEVEL: 'info',
+    AUTH_FAILURES_PER_MINUTE: 100,
+    TRUST_PROXY: false,
+    CORS_ORIGINS: [],
+    DOCS_PERSIST_AUTHORIZATION: false,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: false,
+    WEBHOOK_RETRY_SCHEDULE: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000],
+    WEBHOOK_TIMEOUT: 10_000,
+    WEBHOOK_RETENTION: 3_600_000,
+    WEBHOOK_SUBSCRIPTIONS_MAX: 100,
+    REQUEST_TIMEOUT: 30_000,
+    HEADERS_TIMEOUT: 10_000,
+    KEEP_ALIVE_TIMEOUT: 65_000,
+    SHUTDOWN_DELAY: 5_000,
+    SHUTDOWN_TIMEOUT: 10_000,
+    REDIS_TIMEOUT: 100,
+    COMPRESSION_CONCURRENCY: 4,
+    MAX_CONNECTIONS: 1000,
+    PAGE_READS_AT_ONCE: 4,
+    PAGE_READS_QUEUED: 64,
+    MAX_EVENT_LOOP_DELAY: 500,
+    MAX_HEAP_USED_PERCENT: 90,
+    OTEL_SDK_DISABLED: false,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+    OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+    OTEL_TRACES_SAMPLER_ARG: 1,
   });
-  t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).port, 3000, 'unrelated variables are ignored');
+  t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).PORT, 3000, 'unrelated variables are ignored');
 });
 
 t.test('each variable is read', async (t) => {
@@ -74,26 +87,45 @@ t.test('each variable is read', async (t) => {
       MAX_HEAP_USED_PERCENT: '80',
     }),
     {
-      host: '0.0.0.0',
-      port: 8080,
-      databaseUrl: 'sqlite:/var/lib/plants/plants.db',
-      databasePoolSize: 25,
-      databaseStartupMs: 90_000,
-      databaseQueryMs: 750,
-      apiTokens: ['token-aaaaaaaaaaaaaaaa'],
-      logLevel: 'debug',
-      rateLimitPerMinute: 600,
-      redisUrl: 'redis://127.0.0.1:6379',
-      authFailuresPerMinute: 0,
-      trustProxy: ['10.0.0.0/8'],
-      corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
-      docsPersistAuthorization: true,
-      webhooks: { allowPrivateNetworks: true, retryScheduleMs: [250, 2_000, 60_000], timeoutMs: 3_000, retentionMs: 0, subscriptionsMax: 250 },
-      timeouts: { requestMs: 20_000, headersMs: 5_000, keepAliveMs: 75_000, shutdownDelayMs: 0, shutdownMs: 30_000, redisMs: 250 },
-      limits: { compressions: 2, connections: 50, pageReadsAtOnce: 2, pageReadsQueued: 8, maxEventLoopDelayMs: 1000, maxHeapUsedPercent: 80 },
+      HOST: '0.0.0.0',
+      PORT: 8080,
+      DATABASE_URL: 'sqlite:/var/lib/plants/plants.db',
+      DATABASE_POOL_SIZE: 25,
+      DATABASE_STARTUP_TIMEOUT: 90_000,
+      DATABASE_QUERY_TIMEOUT: 750,
+      API_TOKENS: ['token-aaaaaaaaaaaaaaaa'],
+      LOG_LEVEL: 'debug',
+      RATE_LIMIT_PER_MINUTE: 600,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      AUTH_FAILURES_PER_MINUTE: 0,
+      TRUST_PROXY: ['10.0.0.0/8'],
+      CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173'],
+      DOCS_PERSIST_AUTHORIZATION: true,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: true,
+      WEBHOOK_RETRY_SCHEDULE: [250, 2_000, 60_000],
+      WEBHOOK_TIMEOUT: 3_000,
+      WEBHOOK_RETENTION: 0,
+      WEBHOOK_SUBSCRIPTIONS_MAX: 250,
+      REQUEST_TIMEOUT: 20_000,
+      HEADERS_TIMEOUT: 5_000,
+      KEEP_ALIVE_TIMEOUT: 75_000,
+      SHUTDOWN_DELAY: 0,
+      SHUTDOWN_TIMEOUT: 30_000,
+      REDIS_TIMEOUT: 250,
+      COMPRESSION_CONCURRENCY: 2,
+      MAX_CONNECTIONS: 50,
+      PAGE_READS_AT_ONCE: 2,
+      PAGE_READS_QUEUED: 8,
+      MAX_EVENT_LOOP_DELAY: 1000,
+      MAX_HEAP_USED_PERCENT: 80,
+      OTEL_SDK_DISABLED: false,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      OTEL_TRACES_SAMPLER_ARG: 1,
     },
   );
-  t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).rateLimitPerMinute, undefined, 'an empty variable is unset');
+  t.equal(loadConfig({ RATE_LIMIT_PER_MINUTE: '' }).RATE_LIMIT_PER_MINUTE, undefined, 'an empty variable is unset');
 });
 
 t.test('rate-limit variables are validated', async (t) => {
@@ -124,22 +156,22 @@ t.test('rate-limit variables are validated', async (t) => {
 t.test('PORT is parsed into a number within 0..65535', async (t) => {
   for (const [value, port] of [['8080', 8080], ['0', 0], ['65535', 65535]] as const) {
     const config = loadConfig({ PORT: value });
-    t.equal(typeof config.port, 'number', `PORT=${value} is a number`);
-    t.equal(config.port, port, `PORT=${value}`);
+    t.equal(typeof config.PORT, 'number', `PORT=${value} is a number`);
+    t.equal(config.PORT, port, `PORT=${value}`);
   }
 });
 
 t.test('API_TOKENS is a comma list: spaces trimmed, empty entries ignored', async (t) => {
-  t.same(loadConfig({ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,token-bbbbbbbbbbbbbbbb' }).apiTokens, [
+  t.same(loadConfig({ API_TOKENS: 'token-aaaaaaaaaaaaaaaa,token-bbbbbbbbbbbbbbbb' }).API_TOKENS, [
     'token-aaaaaaaaaaaaaaaa',
     'token-bbbbbbbbbbbbbbbb',
   ]);
-  t.same(loadConfig({ API_TOKENS: '  token-aaaaaaaaaaaaaaaa , ,token-bbbbbbbbbbbbbbbb,  ,' }).apiTokens, [
+  t.same(loadConfig({ API_TOKENS: '  token-aaaaaaaaaaaaaaaa , ,token-bbbbbbbbbbbbbbbb,  ,' }).API_TOKENS, [
     'token-aaaaaaaaaaaaaaaa',
     'token-bbbbbbbbbbbbbbbb',
   ]);
-  t.same(loadConfig({ API_TOKENS: '' }).apiTokens, [], 'empty');
-  t.same(loadConfig({ API_TOKENS: ' , ,' }).apiTokens, [], 'only separators and spaces');
+  t.same(loadConfig({ API_TOKENS: '' }).API_TOKENS, [], 'empty');
+  t.same(loadConfig({ API_TOKENS: ' , ,' }).API_TOKENS, [], 'only separators and spaces');
 });
 
 t.test('each bad value is a ConfigError naming its variable', async (t) => {
@@ -203,8 +235,8 @@ t.test('TRUST_PROXY: false, true, a hop count, or addresses and CIDRs, as Fastif
     [' 10.0.0.0/8 , 192.168.1.7,fd00::/8, loopback ', ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', 'loopback']],
     ['::1,uniquelocal,linklocal', ['::1', 'uniquelocal', 'linklocal']],
   ];
-  for (const [value, expected] of cases) t.same(loadConfig({ TRUST_PROXY: value }).trustProxy, expected, `TRUST_PROXY=${value}`);
-  t.equal(loadConfig({ TRUST_PROXY: '' }).trustProxy, false, 'empty is the default, false');
+  for (const [value, expected] of cases) t.same(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY, expected, `TRUST_PROXY=${value}`);
+  t.equal(loadConfig({ TRUST_PROXY: '' }).TRUST_PROXY, false, 'empty is the default, false');
   for (const value of ['yes', '-1', '1.5', '10.0.0.0/33', '10.0.0.256', 'proxy.internal', '10.0.0.1,,', '10.0.0.1;10.0.0.2']) {
     const { message } = configError({ TRUST_PROXY: value });
     t.match(message, /^Invalid configuration: TRUST_PROXY takes /, `TRUST_PROXY=${value}: ${message}`);
@@ -213,14 +245,14 @@ t.test('TRUST_PROXY: false, true, a hop count, or addresses and CIDRs, as Fastif
 });
 
 t.test('CORS_ORIGINS takes exact origins, as browsers send them in Origin', async (t) => {
-  t.same(loadConfig({ CORS_ORIGINS: 'https://app.example.com' }).corsOrigins, ['https://app.example.com']);
-  t.same(loadConfig({ CORS_ORIGINS: ' https://app.example.com , http://localhost:5173,http://127.0.0.1:8080 ' }).corsOrigins, [
+  t.same(loadConfig({ CORS_ORIGINS: 'https://app.example.com' }).CORS_ORIGINS, ['https://app.example.com']);
+  t.same(loadConfig({ CORS_ORIGINS: ' https://app.example.com , http://localhost:5173,http://127.0.0.1:8080 ' }).CORS_ORIGINS, [
     'https://app.example.com',
     'http://localhost:5173',
     'http://127.0.0.1:8080',
   ]);
-  t.same(loadConfig({ CORS_ORIGINS: 'http://[::1]:3000,https://xn--bcher-kva.example' }).corsOrigins, ['http://[::1]:3000', 'https://xn--bcher-kva.example']);
-  t.same(loadConfig({ CORS_ORIGINS: '' }).corsOrigins, [], 'empty is the default: no cross-origin access');
+  t.same(loadConfig({ CORS_ORIGINS: 'http://[::1]:3000,https://xn--bcher-kva.example' }).CORS_ORIGINS, ['http://[::1]:3000', 'https://xn--bcher-kva.example']);
+  t.same(loadConfig({ CORS_ORIGINS: '' }).CORS_ORIGINS, [], 'empty is the default: no cross-origin access');
   const notOrigins = [
     'app.example.com',
     'https://app.example.com/',
@@ -243,16 +275,16 @@ t.test('CORS_ORIGINS takes exact origins, as browsers send them in Origin', asyn
 });
 
 t.test('OpenTelemetry: off unless an OTLP endpoint is set, and OTEL_SDK_DISABLED wins', async (t) => {
-  t.equal(loadConfig({}).tracing, undefined, 'off by default');
-  t.equal(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }).tracing, undefined, 'no endpoint, no tracing');
+  t.equal(tracingOf(loadConfig({})), undefined, 'off by default');
+  t.equal(tracingOf(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })), undefined, 'no endpoint, no tracing');
   // The SDK reads the rest of OTEL_* itself (otel.test.ts): the service keeps only what its spans name.
-  t.same(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing, { dbSystem: 'sqlite' });
+  t.same(tracingOf(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })), { dbSystem: 'sqlite' });
   t.same(
-    loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://tempo.example/otlp/v1/traces', DATABASE_URL: 'postgres://u@db/plants' }).tracing,
+    tracingOf(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://tempo.example/otlp/v1/traces', DATABASE_URL: 'postgres://u@db/plants' })),
     { dbSystem: 'postgresql' },
     'the traces endpoint alone turns tracing on',
   );
-  t.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, undefined, 'disabled');
+  t.equal(tracingOf(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' })), undefined, 'disabled');
 });
 
 t.test('OpenTelemetry variables are validated, each error one line naming the variable', async (t) => {
@@ -261,7 +293,7 @@ t.test('OpenTelemetry variables are validated, each error one line naming the va
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ ...endpoint, OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio/],
-    [{ ...endpoint, OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG takes a number from 0 to 1$/],
+    [{ ...endpoint, OTEL_TRACES_SAMPLER_ARG: '2' }, /OTEL_TRACES_SAMPLER_ARG takes a number from 0 to 1, e.g. OTEL_TRACES_SAMPLER_ARG=1$/],
     [{ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json/],
     [{ ...endpoint, OTEL_SDK_DISABLED: 'perhaps' }, /OTEL_SDK_DISABLED takes true or false, e.g. OTEL_SDK_DISABLED=false$/],
   ];

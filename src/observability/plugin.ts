@@ -1,7 +1,7 @@
 // A request's id, metrics and trace; registered first, so that whatever refuses a request, it is counted and traced.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.ts';
+import type { tracingOf } from '../config.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import type { Redact } from './redaction.ts';
 import { returnRequestIds } from './request-id.ts';
@@ -10,7 +10,7 @@ import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
 export interface ObservabilityOptions {
   /** The outbox queue depth, shown in /metrics. */
   pendingDeliveries: () => Promise<number>;
-  tracing?: Config['tracing'];
+  tracing?: ReturnType<typeof tracingOf>;
   withOutboxTrace: WithOutboxTrace;
   /** The rule that keeps tokens out of spans, the one the logs use. */
   redact: Redact;

@@ -8,7 +8,7 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME, ATTR_URL_FULL } from '@opentelemetry/semantic-conventions';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.ts';
+import type { tracingOf } from '../config.ts';
 import { wrapMethods } from './metrics.ts';
 import { RedactingExporter } from './redacting-exporter.ts';
 import type { Redact } from './redaction.ts';
@@ -31,7 +31,7 @@ const TRACER = 'plant-store';
 const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
-export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullable<Config['tracing']>, withOutboxTrace: WithOutboxTrace, redact: Redact) {
+export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullable<ReturnType<typeof tracingOf>>, withOutboxTrace: WithOutboxTrace, redact: Redact) {
   const instrumentation = new FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler, which would cost on every request.
     instrumentHooks: false,

@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
 
-type SheddingLimits = Pick<Config['limits'], 'pageReadsAtOnce' | 'pageReadsQueued' | 'maxEventLoopDelayMs' | 'maxHeapUsedPercent'>;
+type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 
 const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
@@ -65,7 +65,7 @@ export interface ShedRouteOptions {
 
 /** What shedding adds to an operation's route: its turn when it reads pages, its exemption when answered under pressure. */
 export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
-  const turns = limits.pageReadsAtOnce > 0 ? new Turns(limits.pageReadsAtOnce, limits.pageReadsQueued) : undefined;
+  const turns = limits.PAGE_READS_AT_ONCE > 0 ? new Turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
   return ({ pageRead, answeredUnderPressure }, handler) => {
     const inTurn: RouteOptions['handler'] =
       turns === undefined || !pageRead
@@ -84,14 +84,14 @@ function admit(): undefined {
 const BOOT_SAMPLES_MS = 2000;
 
 export async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
-  if (limits.maxEventLoopDelayMs === 0 && limits.maxHeapUsedPercent === 0) return;
+  if (limits.MAX_EVENT_LOOP_DELAY === 0 && limits.MAX_HEAP_USED_PERCENT === 0) return;
   let bootSampled = Infinity;
   app.addHook('onReady', async () => {
     bootSampled = performance.now() + BOOT_SAMPLES_MS;
   });
   await app.register(underPressure, {
-    maxEventLoopDelay: limits.maxEventLoopDelayMs,
-    maxHeapUsedBytes: Math.round((getHeapStatistics().heap_size_limit * limits.maxHeapUsedPercent) / 100),
+    maxEventLoopDelay: limits.MAX_EVENT_LOOP_DELAY,
+    maxHeapUsedBytes: Math.round((getHeapStatistics().heap_size_limit * limits.MAX_HEAP_USED_PERCENT) / 100),
     // Sent here, as a refusal (logged at info, not as a failure), rather than thrown to the error handler.
     pressureHandler: (request: FastifyRequest, reply: FastifyReply, type: string): undefined => {
       // Compiling the routes blocks the loop for a second or more on a busy host: that is no overload.

@@ -22,16 +22,16 @@ declare module 'fastify' {
 
 export interface TransportOptions {
   /** How much the transport admits at once (src/config.ts says what each limit means). */
-  limits: Config['limits'];
+  limits: Pick<Config, 'COMPRESSION_CONCURRENCY' | 'MAX_CONNECTIONS' | 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 }
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
-  await registerCompression(app, limits.compressions);
+  await registerCompression(app, limits.COMPRESSION_CONCURRENCY);
   app.decorate('compressionFor', compressionOf);
-  limitConnections(app.server, limits.connections);
+  limitConnections(app.server, limits.MAX_CONNECTIONS);
   app.decorate('shedding', sheddingFor(limits));
   await registerPressureChecks(app, limits);
 }

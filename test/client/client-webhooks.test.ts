@@ -7,7 +7,7 @@ import { createPlantStoreClient } from '@plant-store/client';
 import { build, TOKEN } from '../harness/helper.ts';
 
 t.test('webhooks.page, webhooks.all and webhooks.list page through every subscription', async (t) => {
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const store = createPlantStoreClient({ baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, token: TOKEN });
   const ids: bigint[] = [];

@@ -79,7 +79,7 @@ t.test('an error answer carries no ETag', async (t) => {
 });
 
 t.test('with RATE_LIMIT_PER_MINUTE, X-RateLimit-* come on every authenticated answer, and openapi.yaml documents them there', async (t) => {
-  const { app } = await build(t, { rateLimitPerMinute: 1000, webhooks: { allowPrivateNetworks: true } });
+  const { app } = await build(t, { RATE_LIMIT_PER_MINUTE: 1000, WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
   const requests = [
     { method: 'POST', url: '/plants', headers: JSON_AUTH, payload: '{"id":1,"name":"a"}' }, // 200
     { method: 'POST', url: '/plants', headers: JSON_AUTH, payload: '{"id":1,"name":"b"}' }, // 409

@@ -117,7 +117,7 @@ t.test('refusals capture no stack and never toggle Error.stackTraceLimit, which 
 });
 
 t.test('an internal failure is a 500 that leaks nothing and is logged', async (t) => {
-  const { app, store, logs } = await build(t, { logLevel: 'info' });
+  const { app, store, logs } = await build(t, { LOG_LEVEL: 'info' });
   await store.close(); // the real store, really failing
   const response = await createPlant(t, app, '{"id":1,"name":"x"}');
   t.equal(response.statusCode, 500);

@@ -60,7 +60,7 @@ t.test(`${TEST_DRIVER}: a store refusing text (a caller past validation) answers
     },
   });
   const store: PlantStore = { plants, tokens: inner.tokens, webhooks: inner.webhooks, ping: () => inner.ping(), close: () => inner.close() };
-  const { app, logs } = await build(t, { logLevel: 'info' }, { store });
+  const { app, logs } = await build(t, { LOG_LEVEL: 'info' }, { store });
   const response = await createPlant(t, app, '{"id":7,"name":"Monstera"}');
   t.equal(response.statusCode, 400);
   t.strictSame(response.json(), { error: 400n, message: 'The field "name" contains the NUL character (U+0000), which the store cannot hold.' });
@@ -69,7 +69,7 @@ t.test(`${TEST_DRIVER}: a store refusing text (a caller past validation) answers
 });
 
 t.test(`${TEST_DRIVER}: a malformed percent-encoding in any query parameter is 400 naming it, before authentication`, async (t) => {
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
   const hook = await api(t, app, { method: 'POST', url: '/webhooks', headers: JSON_AUTH, payload: '{"url":"https://hooks.example.com/x"}' });
   t.equal(hook.statusCode, 201);
   const malformed: [string, string][] = [

@@ -1059,7 +1059,7 @@ export interface FuzzSession extends FuzzTarget {
 export async function openSession(t: Pick<Test, 'testdir' | 'teardown'>, { strict = false }: { strict?: boolean } = {}): Promise<FuzzSession> {
   let clockOffset = 0;
   const clock = () => Date.now() + clockOffset;
-  const { app, store } = await build(t as Test, { authFailuresPerMinute: AUTH_FAILURES_PER_MINUTE }, { clock });
+  const { app, store } = await build(t as Test, { AUTH_FAILURES_PER_MINUTE }, { clock });
   await seed({ app, store });
 
   const statuses = new Map<string, number>();

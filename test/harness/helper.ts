@@ -34,19 +34,10 @@ export interface Built {
   logs: () => string;
 }
 
-type AppConfig = AppDependencies['config'];
-export type TestConfig = Partial<Omit<AppConfig, 'webhooks'>> & { webhooks?: Partial<AppConfig['webhooks']> };
+export type TestConfig = Partial<AppDependencies['config']>;
 
-const DEFAULTS = loadConfig({});
-
-/** Production defaults, but a short retry schedule and timeout so webhook tests finish quickly. */
-export const TEST_WEBHOOKS: AppConfig['webhooks'] = {
-  allowPrivateNetworks: false,
-  retryScheduleMs: [50, 50, 50],
-  timeoutMs: 2_000,
-  retentionMs: 3_600_000,
-  subscriptionsMax: DEFAULTS.webhooks.subscriptionsMax,
-};
+// Production defaults, but a short retry schedule and timeout so webhook tests finish quickly.
+const DEFAULTS = { ...loadConfig({}), WEBHOOK_RETRY_SCHEDULE: [50, 50, 50], WEBHOOK_TIMEOUT: 2_000 };
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {
   // t.testdir() empties the test's directory, so it is made only for a store of our own.
@@ -58,12 +49,11 @@ export async function build(t: Test, options: TestConfig = {}, deps: { store?: P
   const app = await buildApp({
     config: {
       ...DEFAULTS,
-      apiTokens: [TOKEN],
-      logLevel: 'silent',
-      corsOrigins: [TEST_ORIGIN],
-      rateLimitPerMinute: TEST_RATE_LIMIT_PER_MINUTE,
+      API_TOKENS: [TOKEN],
+      LOG_LEVEL: 'silent',
+      CORS_ORIGINS: [TEST_ORIGIN],
+      RATE_LIMIT_PER_MINUTE: TEST_RATE_LIMIT_PER_MINUTE,
       ...options,
-      webhooks: { ...TEST_WEBHOOKS, ...options.webhooks },
     },
     store,
     logStream,

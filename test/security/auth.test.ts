@@ -45,7 +45,7 @@ t.test('the scheme name is case-insensitive (RFC 9110)', async (t) => {
 
 t.test('every static token works; a token stored by the first start works', async (t) => {
   const second = 'second-static-token-abcdef';
-  const { app, store } = await build(t, { apiTokens: [TOKEN, second] });
+  const { app, store } = await build(t, { API_TOKENS: [TOKEN, second] });
   t.equal((await createPlant(t, app, '{"id":1,"name":"x"}', { authorization: `Bearer ${second}` })).statusCode, 200);
   const stored = await ensureFirstToken(store.tokens, []);
   t.type(stored, 'string');
@@ -71,7 +71,7 @@ t.test('the docs, the spec and the health checks need no token', async (t) => {
 });
 
 t.test('tokens never reach the logs, even at debug level', async (t) => {
-  const { app, logs } = await build(t, { logLevel: 'debug' });
+  const { app, logs } = await build(t, { LOG_LEVEL: 'debug' });
   const wrong = 'wrong-token-that-must-not-be-logged';
   await createPlant(t, app, VALID, AUTH);
   await createPlant(t, app, VALID, { authorization: `Bearer ${wrong}` });
@@ -84,7 +84,7 @@ t.test('tokens never reach the logs, even at debug level', async (t) => {
 // A request without any Authorization header is refused in the auth hook itself (the cheapest
 // answer); it must still be logged like every other refusal, with its request id.
 t.test('every refusal is logged once as "request refused" with its status, reason and request id', async (t) => {
-  const { app, logs } = await build(t, { logLevel: 'info' });
+  const { app, logs } = await build(t, { LOG_LEVEL: 'info' });
   const cases: Record<string, Record<string, string>> = {
     'no Authorization header': {},
     'an empty Authorization header': { authorization: '' },

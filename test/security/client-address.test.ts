@@ -23,7 +23,7 @@ async function loggedClient(app: FastifyInstance, logs: () => string, peer: stri
   return line?.req?.remoteAddress;
 }
 
-const trustProxy = (value: string): Config['trustProxy'] => loadConfig({ TRUST_PROXY: value }).trustProxy;
+const trustProxy = (value: string): Config['TRUST_PROXY'] => loadConfig({ TRUST_PROXY: value }).TRUST_PROXY;
 
 t.test('TRUST_PROXY picks the client address from X-Forwarded-For, and it is the one logged', async (t) => {
   const cases: [setting: string, peer: string, forwardedFor: string | undefined, client: string][] = [
@@ -40,13 +40,13 @@ t.test('TRUST_PROXY picks the client address from X-Forwarded-For, and it is the
     ['loopback', '192.0.2.1', '203.0.113.50', '192.0.2.1'],
   ];
   for (const [setting, peer, forwardedFor, client] of cases) {
-    const { app, logs } = await build(t, { logLevel: 'info', trustProxy: trustProxy(setting) });
+    const { app, logs } = await build(t, { LOG_LEVEL: 'info', TRUST_PROXY: trustProxy(setting) });
     t.equal(await loggedClient(app, logs, peer, forwardedFor), client, `TRUST_PROXY=${setting}, from ${peer}, X-Forwarded-For: ${forwardedFor}`);
   }
 });
 
 t.test('behind a trusted proxy, the failed-authentication guard counts each client apart', async (t) => {
-  const { app } = await build(t, { authFailuresPerMinute: 2, trustProxy: trustProxy('10.0.0.0/8') });
+  const { app } = await build(t, { AUTH_FAILURES_PER_MINUTE: 2, TRUST_PROXY: trustProxy('10.0.0.0/8') });
   const attempt = (client: string) =>
     app.inject({ method: 'GET', url: '/plants', headers: { authorization: 'Bearer wrong-token-abcdefghij', 'x-forwarded-for': client }, remoteAddress: PROXY });
   for (let i = 1; i <= 2; i++) t.equal((await attempt('203.0.113.50')).statusCode, 401, `failure ${i} from 203.0.113.50`);

@@ -18,7 +18,7 @@ function plantsAs(t: Test, app: FastifyInstance, remoteAddress: string, token?: 
 
 t.test("an offender over the limit never makes the service refuse a valid token, from its own address or another's", async (t) => {
   let now = Date.parse('2026-11-25T10:00:00Z');
-  const { app } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
+  const { app } = await build(t, { AUTH_FAILURES_PER_MINUTE: 3 }, { clock: () => now });
   for (let i = 1; i <= 3; i++) t.equal((await plantsAs(t, app, OFFENDER, `${WRONG}${i}`)).statusCode, 401, `failure ${i}: 401`);
   const blocked = await plantsAs(t, app, OFFENDER, `${WRONG}4`);
   t.equal(blocked.statusCode, 429, "the offender's next wrong token is 429");
@@ -34,7 +34,7 @@ t.test("an offender over the limit never makes the service refuse a valid token,
 
 t.test('a client whose token authenticated from an address skips the queue of guesses from it', async (t) => {
   const now = Date.parse('2026-11-25T10:00:00Z');
-  const { app, store } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
+  const { app, store } = await build(t, { AUTH_FAILURES_PER_MINUTE: 3 }, { clock: () => now });
   const shop = generateToken();
   await store.tokens.createToken({ name: 'shop', hash: hashToken(shop), hint: tokenHint(shop), scopes: ['*'] });
   // A balancer without TRUST_PROXY: the guesser and the shop share one address.
@@ -54,7 +54,7 @@ t.test('a client whose token authenticated from an address skips the queue of gu
 
 t.test('requests without a token are not guesses: any number of them blocks nobody', async (t) => {
   const now = Date.parse('2026-11-25T10:00:00Z');
-  const { app } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
+  const { app } = await build(t, { AUTH_FAILURES_PER_MINUTE: 3 }, { clock: () => now });
   for (let i = 0; i < 150; i++) {
     const response = await app.inject({ method: 'GET', url: '/plants', remoteAddress: OFFENDER });
     if (response.statusCode !== 401) t.fail(`request ${i} without a token answered ${response.statusCode}`);
@@ -65,7 +65,7 @@ t.test('requests without a token are not guesses: any number of them blocks nobo
 
 t.test('10,001 failing addresses do not unblock an offender', async (t) => {
   let now = Date.parse('2026-11-25T10:00:00Z');
-  const { app } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
+  const { app } = await build(t, { AUTH_FAILURES_PER_MINUTE: 3 }, { clock: () => now });
   for (let i = 1; i <= 4; i++) await plantsAs(t, app, OFFENDER, `${WRONG}${i}`);
   let refused = 0;
   const flood = (i: number) =>

@@ -148,7 +148,7 @@ async function servesTags(t: Test, open?: () => Promise<PlantStore>): Promise<vo
   const helper = (await import(join(scratch, 'test/harness/helper.ts'))) as typeof import('../harness/helper.ts');
   const { contractProblems } = (await import(join(scratch, 'test/harness/contract.ts'))) as typeof import('../harness/contract.ts');
   const tokens = (await import(join(scratch, 'src/tokens/format.ts'))) as typeof import('../../src/tokens/format.ts');
-  const { app, store } = await helper.build(t, { corsOrigins: [ORIGIN], rateLimitPerMinute: 10_000 }, open ? { store: await open() } : {});
+  const { app, store } = await helper.build(t, { CORS_ORIGINS: [ORIGIN], RATE_LIMIT_PER_MINUTE: 10_000 }, open ? { store: await open() } : {});
   const headers = { ...helper.AUTH, origin: ORIGIN };
   const get = (url: string, sent: Record<string, string> = headers) => helper.api(t, app, { method: 'GET', url, headers: sent });
   const body = (answer: { body: string }) => JSON.parse(answer.body) as unknown;

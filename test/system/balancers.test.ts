@@ -188,8 +188,8 @@ t.test("README's Kubernetes block: readiness on /readyz, noticed within SHUTDOWN
   const probe = container!.readinessProbe;
   t.equal(probe.httpGet.path, '/readyz');
   t.equal(probe.httpGet.port, container!.ports[0]!.containerPort, 'on the port the container listens on');
-  t.ok(probe.periodSeconds * probe.failureThreshold * 1000 < DEFAULTS.timeouts.shutdownDelayMs, 'the probe takes the pod out before SHUTDOWN_DELAY is over');
-  const stopMs = DEFAULTS.timeouts.shutdownDelayMs + DEFAULTS.timeouts.shutdownMs;
+  t.ok(probe.periodSeconds * probe.failureThreshold * 1000 < DEFAULTS.SHUTDOWN_DELAY, 'the probe takes the pod out before SHUTDOWN_DELAY is over');
+  const stopMs = DEFAULTS.SHUTDOWN_DELAY + DEFAULTS.SHUTDOWN_TIMEOUT;
   t.ok(pod.terminationGracePeriodSeconds * 1000 > stopMs, `terminationGracePeriodSeconds (${pod.terminationGracePeriodSeconds} s) exceeds SHUTDOWN_DELAY + SHUTDOWN_TIMEOUT (${stopMs / 1000} s)`);
 });
 
@@ -198,5 +198,5 @@ t.test("README's HAProxy block takes an instance out within SHUTDOWN_DELAY", asy
   const check = /default-server check inter (\d+)s fall (\d+)/.exec(block);
   t.ok(check, 'health checks every `inter` seconds, `fall` failures to take a server out');
   t.match(block, /option httpchk GET \/readyz/, 'on /readyz');
-  t.ok(Number(check?.[1]) * Number(check?.[2]) * 1000 < DEFAULTS.timeouts.shutdownDelayMs, 'inter x fall is below SHUTDOWN_DELAY');
+  t.ok(Number(check?.[1]) * Number(check?.[2]) * 1000 < DEFAULTS.SHUTDOWN_DELAY, 'inter x fall is below SHUTDOWN_DELAY');
 });

@@ -36,7 +36,7 @@ function preflight(origin: string, method = 'POST') {
 }
 
 t.test('a preflight from an allowed origin answers 204 without a token, naming what the browser may send', async (t) => {
-  const { app } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  const { app } = await build(t, { CORS_ORIGINS: [APP_ORIGIN] });
   const response = await api(t, app, preflight(APP_ORIGIN));
   t.equal(response.statusCode, 204);
   t.equal(response.body, '');
@@ -53,7 +53,7 @@ t.test('a preflight from an allowed origin answers 204 without a token, naming w
 });
 
 t.test('answers to an allowed origin let the page read the headers clients need, errors included', async (t) => {
-  const { app } = await build(t, { corsOrigins: [OTHER_ORIGIN, APP_ORIGIN], rateLimitPerMinute: 100 });
+  const { app } = await build(t, { CORS_ORIGINS: [OTHER_ORIGIN, APP_ORIGIN], RATE_LIMIT_PER_MINUTE: 100 });
   const listed = await api(t, app, { url: '/plants', headers: { ...AUTH, origin: APP_ORIGIN } });
   t.equal(listed.statusCode, 200);
   t.equal(listed.headers['access-control-allow-origin'], APP_ORIGIN);
@@ -68,7 +68,7 @@ t.test('answers to an allowed origin let the page read the headers clients need,
 });
 
 t.test('an origin not in the list gets no CORS headers, and its preflight a 403', async (t) => {
-  const { app } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  const { app } = await build(t, { CORS_ORIGINS: [APP_ORIGIN] });
   const listed = await api(t, app, { url: '/plants', headers: { ...AUTH, origin: OTHER_ORIGIN } });
   t.equal(listed.statusCode, 200, 'the service answers; the browser withholds the answer from the page');
   t.same(corsHeaders(listed.headers), []);
@@ -97,7 +97,7 @@ t.test('an origin not in the list gets no CORS headers, and its preflight a 403'
 });
 
 t.test('compressed answers and the contract\'s documents vary with Origin too, beside Accept-Encoding', async (t) => {
-  const { app, store } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  const { app, store } = await build(t, { CORS_ORIGINS: [APP_ORIGIN] });
   // Over the 1 KiB below which answers are sent plain.
   for (let id = 1; id <= 20; id++) await store.plants.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(100, 'x') });
   for (const url of ['/plants', '/openapi.json', '/openapi.yaml']) {
@@ -111,7 +111,7 @@ t.test('compressed answers and the contract\'s documents vary with Origin too, b
 });
 
 t.test('the answer of an instance that is shutting down is readable by an allowed page', async (t) => {
-  const { app } = await build(t, { corsOrigins: [APP_ORIGIN] });
+  const { app } = await build(t, { CORS_ORIGINS: [APP_ORIGIN] });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   const request = `GET /plants HTTP/1.1\r\nHost: plants.test\r\nOrigin: ${APP_ORIGIN}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`;
@@ -133,7 +133,7 @@ t.test('the answer of an instance that is shutting down is readable by an allowe
 });
 
 t.test('without CORS_ORIGINS nothing is cross-origin and CORS costs nothing', async (t) => {
-  const { app } = await build(t, { corsOrigins: [] });
+  const { app } = await build(t, { CORS_ORIGINS: [] });
   t.notOk(app.hasPlugin('@fastify/cors'), 'no CORS hook runs on any request');
   const listed = await api(t, app, { url: '/plants', headers: { ...AUTH, origin: APP_ORIGIN } });
   t.same(corsHeaders(listed.headers), []);

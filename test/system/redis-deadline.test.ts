@@ -6,7 +6,6 @@
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { redisServerAvailable, startRedisServer, type RedisServer } from '../harness/redis-server.ts';
 import { build } from '../harness/helper.ts';
@@ -106,8 +105,7 @@ t.test('a request checked while the connection to Redis is still being set up co
   const redis = await ownRedis(t);
   const token = 'redis-deadline-connecting-0123456789';
   redis.freeze(); // the TCP connection opens (the kernel accepts it), Redis's reply to the ready check waits
-  const timeouts = { ...loadConfig({}).timeouts, redisMs: 60_000 };
-  const { app } = await build(t, { rateLimitPerMinute: 1, redisUrl: redis.url, apiTokens: [token], timeouts }, { store: new SqliteStore(join(t.testdir(), 'p.db')) });
+  const { app } = await build(t, { RATE_LIMIT_PER_MINUTE: 1, REDIS_URL: redis.url, API_TOKENS: [token], REDIS_TIMEOUT: 60_000 }, { store: new SqliteStore(join(t.testdir(), 'p.db')) });
   const first = app.inject({ method: 'GET', url: '/plants', headers: { authorization: `Bearer ${token}` } });
   // An unlimited request through the same hooks: once it is answered, the first one has reached its check.
   await app.inject({ method: 'GET', url: '/healthz' });

@@ -9,7 +9,6 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { loadConfig } from '../../src/config.ts';
 import { IDLE_GRACE_MS } from '../../src/transport/lifecycle.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import type { PlantStore } from '../../src/store/types.ts';
@@ -18,7 +17,6 @@ import { AUTH, TOKEN, api, build, createPlant } from '../harness/helper.ts';
 import { serverEnv, startServer } from '../harness/process.ts';
 import { openRaw, tryConnect } from '../harness/raw-http.ts';
 
-const DEFAULT_TIMEOUTS = loadConfig({}).timeouts;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PROCESS_TOKEN = 'reliability-test-token-0123456789';
 
@@ -314,7 +312,7 @@ t.test('a request that never completes holds the stop past SHUTDOWN_TIMEOUT: exi
 // 4. Slow clients and idle connections
 
 t.test('slow-loris: headers trickling in past HEADERS_TIMEOUT get 408 and the connection closes; others are served meanwhile', async (t) => {
-  const { app } = await build(t, { timeouts: { ...DEFAULT_TIMEOUTS, headersMs: 1_000 } });
+  const { app } = await build(t, { HEADERS_TIMEOUT: 1_000 });
   const port = await listen(app);
   const base = `http://127.0.0.1:${port}`;
 
@@ -346,7 +344,7 @@ t.test('slow-loris: headers trickling in past HEADERS_TIMEOUT get 408 and the co
 });
 
 t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT', async (t) => {
-  const { app } = await build(t, { timeouts: { ...DEFAULT_TIMEOUTS, keepAliveMs: 500 } });
+  const { app } = await build(t, { KEEP_ALIVE_TIMEOUT: 500 });
   const port = await listen(app);
   const idle = await openRaw(port);
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
@@ -404,7 +402,7 @@ t.test('/metrics: requests per operation and status, store latency, webhook queu
   });
   const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
   const { store, attempted } = watchAttempts(new SqliteStore(join(t.testdir(), 'plants.db')));
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true } }, { store });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true }, { store });
 
   const subscribed = await api(t, app, { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: hooks } });
   t.equal(subscribed.statusCode, 201, 'a subscription to a local receiver');
@@ -461,7 +459,7 @@ function logLinesOf(logs: string, requestId: string): Record<string, unknown>[] 
 }
 
 t.test('X-Request-Id: a safe id is echoed and logged; an unsafe or missing one is replaced by a UUID; every answer carries it', async (t) => {
-  const { app, logs } = await build(t, { logLevel: 'info' });
+  const { app, logs } = await build(t, { LOG_LEVEL: 'info' });
 
   const given = 'client-Req_42.a';
   const echoed = await api(t, app, { method: 'GET', url: '/healthz', headers: { 'x-request-id': given } });
@@ -504,7 +502,7 @@ t.test('X-Request-Id: a safe id is echoed and logged; an unsafe or missing one i
 // (Its children, as tracing makes them, are checked in otel.test.ts.)
 t.test('at LOG_LEVEL=warn a request writes only lines at warn and above, each naming the request', async (t) => {
   const store = new SqliteStore(join(t.testdir(), 'plants.db'));
-  const { app, logs } = await build(t, { logLevel: 'warn' }, { store });
+  const { app, logs } = await build(t, { LOG_LEVEL: 'warn' }, { store });
   t.equal((await app.inject({ url: '/readyz', headers: { 'x-request-id': 'ready-1' } })).statusCode, 200);
   t.equal((await app.inject({ url: '/plants/1', headers: { 'x-request-id': 'refused-1' } })).statusCode, 401);
   t.same(logLinesOf(logs(), 'ready-1'), [], 'an answered request writes no line at warn');

@@ -23,7 +23,7 @@ async function loadedAtBoot(afterBoot = '', env: Record<string, string> = {}): P
     const { loadConfig } = await import('./src/config.ts');
     const { openStore } = await import('./src/store/factory.ts');
     const store = await openStore('sqlite::memory:');
-    const app = await buildApp({ config: { ...loadConfig(${JSON.stringify(env)}), logLevel: 'silent' }, store });
+    const app = await buildApp({ config: { ...loadConfig(${JSON.stringify(env)}), LOG_LEVEL: 'silent' }, store });
     await app.ready();
     ${afterBoot}
     const paths = [...Object.keys(require.cache), ...resolved];

@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import type { PlantStore } from '../../src/store/types.ts';
 import { generateToken, hashToken, tokenHint } from '../../src/tokens/format.ts';
@@ -118,7 +117,7 @@ t.test('a token in the query string is never accepted', async (t) => {
 });
 
 t.test('no token reaches the logs at debug level, from the header or the query string', async (t) => {
-  const { app, store, logs } = await build(t, { logLevel: 'debug' });
+  const { app, store, logs } = await build(t, { LOG_LEVEL: 'debug' });
   const issued = await issue(store, 'logged', ['*']);
   await app.inject({ method: 'GET', url: '/plants', headers: bearer(issued) });
   await app.inject({ method: 'GET', url: `/plants?access_token=${issued}` });
@@ -130,7 +129,7 @@ t.test('no token reaches the logs at debug level, from the header or the query s
 });
 
 t.test('a query-string token never reaches the info log, however the query spells access_token', async (t) => {
-  const { app, store, logs } = await build(t, { logLevel: 'info' });
+  const { app, store, logs } = await build(t, { LOG_LEVEL: 'info' });
   const issued = await issue(store, 'spelled', ['*']);
   const secret = issued.slice(4);
   const spellings = [
@@ -157,7 +156,7 @@ t.test('a query-string token never reaches the info log, however the query spell
 });
 
 t.test('a token in the path, percent-encoded in the query, or quoted by a refusal never reaches the log either', async (t) => {
-  const { app, store, logs } = await build(t, { logLevel: 'info' });
+  const { app, store, logs } = await build(t, { LOG_LEVEL: 'info' });
   const issued = await issue(store, 'pathed', ['*']);
   const encoded = [...issued].map((char) => `%${char.charCodeAt(0).toString(16)}`).join('');
   await app.inject({ method: 'GET', url: `/plants/${issued}`, headers: AUTH }); // a 400 on the path
@@ -178,7 +177,7 @@ t.test('every spelling the query parser reads as access_token is refused', async
 });
 
 t.test('with RATE_LIMIT_PER_MINUTE, each token gets its own budget; over it, 429 with Retry-After', async (t) => {
-  const { app, store } = await build(t, { rateLimitPerMinute: 3 });
+  const { app, store } = await build(t, { RATE_LIMIT_PER_MINUTE: 3 });
   const other = await issue(store, 'other', ['*']);
   for (let i = 1; i <= 3; i++) {
     const response = await app.inject({ method: 'GET', url: '/plants', headers: AUTH });
@@ -208,9 +207,8 @@ t.test('with REDIS_URL, instances share one budget per token', { skip: skipRedis
   const token = `shared-budget-${process.pid}-${Date.now()}`; // a fresh key in Redis
   // A Redis that answers: REDIS_TIMEOUT, whose skips are pinned in redis-deadline.test.ts, is set far
   // beyond any answer of a busy machine, so only sharing is tested here.
-  const timeouts = { ...loadConfig({}).timeouts, redisMs: 60_000 };
-  const a = await build(t, { rateLimitPerMinute: 4, redisUrl, apiTokens: [token], timeouts }, { store: new SqliteStore(path) });
-  const b = await build(t, { rateLimitPerMinute: 4, redisUrl, apiTokens: [token], timeouts }, { store: new SqliteStore(path) });
+  const a = await build(t, { RATE_LIMIT_PER_MINUTE: 4, REDIS_URL: redisUrl, API_TOKENS: [token], REDIS_TIMEOUT: 60_000 }, { store: new SqliteStore(path) });
+  const b = await build(t, { RATE_LIMIT_PER_MINUTE: 4, REDIS_URL: redisUrl, API_TOKENS: [token], REDIS_TIMEOUT: 60_000 }, { store: new SqliteStore(path) });
   const statuses: number[] = [];
   for (const { app } of [a, b, a, b, a, b]) {
     statuses.push((await app.inject({ method: 'GET', url: '/plants', headers: bearer(token) })).statusCode);
@@ -220,7 +218,7 @@ t.test('with REDIS_URL, instances share one budget per token', { skip: skipRedis
 
 t.test('a burst of failed authentications from one address is slowed to 429', async (t) => {
   let now = Date.parse('2026-11-22T10:00:00Z');
-  const { app } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
+  const { app } = await build(t, { AUTH_FAILURES_PER_MINUTE: 3 }, { clock: () => now });
   const from = (remoteAddress: string, token: string) =>
     app.inject({ method: 'GET', url: '/plants', headers: bearer(token), remoteAddress });
   for (let i = 1; i <= 3; i++) t.equal((await from('198.51.100.7', `wrong-token-${i}-abcdefghij`)).statusCode, 401, `failure ${i}`);

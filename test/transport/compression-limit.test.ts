@@ -7,7 +7,6 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { contractProblems } from '../harness/contract.ts';
 import { AUTH, build, TEST_ORIGIN } from '../harness/helper.ts';
-import { loadConfig } from '../../src/config.ts';
 
 const PAGE = '/plants?limit=1000';
 
@@ -33,7 +32,7 @@ function randomName(): string {
 }
 
 t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and the slot returns once an answer is sent', async (t) => {
-  const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
+  const { app, store } = await build(t, { COMPRESSION_CONCURRENCY: 1 });
   for (let id = 1; id <= 1000; id++) await store.plants.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
@@ -108,7 +107,7 @@ function getWith(port: number, encoding: string | string[] | undefined): Promise
 }
 
 t.test('for every form of Accept-Encoding, a large answer is compressed exactly when COMPRESSION_CONCURRENCY counts it', async (t) => {
-  const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
+  const { app, store } = await build(t, { COMPRESSION_CONCURRENCY: 1 });
   for (let id = 1; id <= 1000; id++) await store.plants.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;

@@ -5,12 +5,11 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { AUTH, build } from '../harness/helper.ts';
 import { openRaw } from '../harness/raw-http.ts';
-import { loadConfig } from '../../src/config.ts';
 
 const HEALTHZ = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
 
 t.test('at MAX_CONNECTIONS, the oldest idle connection is closed to admit a new one; one with a request in flight stays', async (t) => {
-  const { app } = await build(t, { limits: { ...loadConfig({}).limits, connections: 3 } });
+  const { app } = await build(t, { MAX_CONNECTIONS: 3 });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
 

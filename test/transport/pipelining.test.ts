@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import t, { type Test } from 'tap';
-import { loadConfig } from '../../src/config.ts';
 import { openStore } from '../../src/store/factory.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import type { PlantStore } from '../../src/store/types.ts';
@@ -19,7 +18,6 @@ import { AUTH, build, type TestConfig } from '../harness/helper.ts';
 import { openRaw, type RawConnection, type RawResponse } from '../harness/raw-http.ts';
 import { freshSchemaUrl, postgresTestOptions } from '../harness/postgres.ts';
 
-const { timeouts: DEFAULT_TIMEOUTS, limits: DEFAULT_LIMITS } = loadConfig({});
 /** Plants already stored, tagged so: the GET reads them as one large page (about 130 KB). */
 const STORED = 500;
 
@@ -111,8 +109,7 @@ async function listening(t: Test, driver: Driver, config: TestConfig = {}) {
   const ids = Array.from({ length: STORED }, (_, n) => BigInt(n + 1));
   await Promise.all(ids.map((id) => store.plants.createPlant({ id, name: `stored ${id} `.padEnd(200, 'x'), tag: 'stored' })));
   // No load shedding: on a busy machine its 503s would stand in for the answers under test.
-  const limits = { ...DEFAULT_LIMITS, maxEventLoopDelayMs: 0, maxHeapUsedPercent: 0 };
-  const { app } = await build(t, { limits, ...config }, { store });
+  const { app } = await build(t, { MAX_EVENT_LOOP_DELAY: 0, MAX_HEAP_USED_PERCENT: 0, ...config }, { store });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, store, holdWrites, port: (app.server.address() as AddressInfo).port };
 }
@@ -241,8 +238,7 @@ for (const driver of [sqlite, postgres]) {
 // On PostgreSQL only, whose writes wait for a lock as long as the test holds it: SQLite's give up after
 // LOCK_WAIT_MS (5 s), a deadline the timeouts (HEADERS_TIMEOUT, REQUEST_TIMEOUT, checked every second) would race.
 t.test('PostgreSQL: a request timing out behind pipelined ones gets its 408 after their answers', await postgresTestOptions(), async (t) => {
-  const timeouts = { ...DEFAULT_TIMEOUTS, headersMs: 500, requestMs: 1_000 };
-  const service = await listening(t, postgres, { timeouts });
+  const service = await listening(t, postgres, { HEADERS_TIMEOUT: 500, REQUEST_TIMEOUT: 1_000 });
   const cases: [string, string, Malformed['documentedOn']][] = [
     ['headers that never end (HEADERS_TIMEOUT)', 'GET /plants HTTP/1.1\r\nHost: x\r\nX-Slow: ', ['GET', '/plants']],
     ['a body that never comes whole (REQUEST_TIMEOUT)', post(30_000).slice(0, -10), ['POST', '/plants']],

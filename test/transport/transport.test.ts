@@ -68,7 +68,7 @@ t.test('an HTTP/1.1 request without Host: a documented 400 Error, then the conne
 });
 
 t.test('logged at info, a request whose client is gone before its line is written is still logged (HAProxy health checks)', async (t) => {
-  const built = await build(t, { logLevel: 'info' });
+  const built = await build(t, { LOG_LEVEL: 'info' });
   await built.app.listen({ host: '127.0.0.1', port: 0 });
   const port = (built.app.server.address() as AddressInfo).port;
   const logged = new Promise<void>((resolve) => built.app.server.once('request', (_request, response) => response.once('close', resolve)));

@@ -16,7 +16,7 @@ interface Listed {
 
 /** No DNS: targets on loopback are allowed, and nothing is ever delivered to them. */
 function config(subscriptionsMax?: number): TestConfig {
-  return { webhooks: { allowPrivateNetworks: true, ...(subscriptionsMax !== undefined && { subscriptionsMax }) } };
+  return { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, ...(subscriptionsMax !== undefined && { WEBHOOK_SUBSCRIPTIONS_MAX: subscriptionsMax }) };
 }
 
 function subscribe(t: Test, app: FastifyInstance, label: string | number) {

@@ -17,7 +17,7 @@ import { typedClient } from '../harness/client.ts';
 import { contractProblems } from '../harness/contract.ts';
 import { AUTH, api, build, createPlant } from '../harness/helper.ts';
 
-const PRIVATE_OK = { webhooks: { allowPrivateNetworks: true } };
+const PRIVATE_OK = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true };
 const JSON_TYPE = { 'content-type': 'application/json' };
 const ALL_EVENTS = ['plant.created', 'plant.replaced', 'plant.deleted'];
 const SECRET = /^whsec_[A-Za-z0-9+/]+=*$/;
@@ -409,7 +409,7 @@ t.test('a failed attempt is retried with the same webhook-id until a 2xx', async
 
 t.test('a delivery fails for good after the last delay of the schedule', async (t) => {
   const hook = await receiver(t, [], 500);
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true, retryScheduleMs: [50, 50] } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, WEBHOOK_RETRY_SCHEDULE: [50, 50] });
   await app.ready();
   const { id } = await subscribe(t, app, hook.url);
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
@@ -515,7 +515,7 @@ t.test('a rotated secret signs at once, with the previous one signing alongside 
 t.test('a redirect is not followed: the attempt fails and is retried', async (t) => {
   const elsewhere = await receiver(t);
   const redirecting = await receiver(t, [], { status: 302, headers: { location: elsewhere.url } });
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true, retryScheduleMs: [50] } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, WEBHOOK_RETRY_SCHEDULE: [50] });
   await app.ready();
   const { id } = await subscribe(t, app, redirecting.url);
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
@@ -530,7 +530,7 @@ t.test('a redirect is not followed: the attempt fails and is retried', async (t)
 
 t.test('a receiver that never answers is cut off by the timeout and retried', async (t) => {
   const silent = await receiver(t, [], 'hang');
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true, retryScheduleMs: [50], timeoutMs: 300 } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, WEBHOOK_RETRY_SCHEDULE: [50], WEBHOOK_TIMEOUT: 300 });
   await app.ready();
   const { id } = await subscribe(t, app, silent.url);
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
@@ -620,7 +620,7 @@ t.test('at delivery, an IPv4-compatible IPv6 literal is judged by its IPv4 addre
   const compatible = await subscribe(t, first.app, `http://[::127.0.0.1]:${hook.port}/hook`);
   await first.app.close();
 
-  const { app } = await build(t, { webhooks: { retryScheduleMs: [] } }, { store: first.store });
+  const { app } = await build(t, { WEBHOOK_RETRY_SCHEDULE: [] }, { store: first.store });
   await app.ready();
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
   const delivery = await onlyDelivery(t, app, compatible.id, 'failed');
@@ -636,7 +636,7 @@ t.test('the target is checked again at delivery: a private one is refused, nothi
   const named = await subscribe(t, first.app, `http://localhost:${hook.port}/hook`);
   await first.app.close(); // only the second instance's dispatcher runs from here on
 
-  const { app } = await build(t, { webhooks: { retryScheduleMs: [] } }, { store: first.store });
+  const { app } = await build(t, { WEBHOOK_RETRY_SCHEDULE: [] }, { store: first.store });
   await app.ready();
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
   const byLiteral = await onlyDelivery(t, app, literal.id, 'failed');
@@ -653,7 +653,7 @@ t.test('the target is checked again at delivery: a private one is refused, nothi
 t.test('delivered deliveries are pruned after WEBHOOK_RETENTION', async (t) => {
   const answer = Promise.withResolvers<void>();
   const hook = await receiver(t, [{ status: 200, when: answer.promise }]);
-  const { app } = await build(t, { webhooks: { allowPrivateNetworks: true, retentionMs: 0 } });
+  const { app } = await build(t, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, WEBHOOK_RETENTION: 0 });
   await app.ready();
   const { id } = await subscribe(t, app, hook.url);
   await createPlant(t, app, '{"id":1,"name":"Fern"}');
