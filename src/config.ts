@@ -12,13 +12,13 @@ const PARSERS = {
   duration: { read: parseDuration, takes: 'takes a duration such as 250ms, 5s, 5m, 2h or 1d' },
   schedule: { read: parseSchedule, takes: 'takes durations such as 250ms, 5s, 5m, 2h or 1d, comma-separated for a schedule' },
   deadline: { read: parseDeadline, takes: 'takes a duration from 1ms to 1d, such as 250ms or 5s' },
-  tokens: { read: parseTokens, takes: 'must be comma-separated tokens of at least 16 printable characters without spaces' },
+  tokens: { read: listOf((token) => STATIC_TOKEN.test(token)), takes: 'must be comma-separated tokens of at least 16 printable characters without spaces' },
   trustProxy: {
     read: parseTrustProxy,
     takes: 'takes false, true, a hop count, or comma-separated proxy addresses and CIDRs (e.g. 10.0.0.0/8,loopback)',
   },
   origins: {
-    read: parseOrigins,
+    read: listOf(isSerializedOrigin),
     takes: 'must be comma-separated origins such as https://app.example.com (scheme, host and port only, no path or trailing slash)',
   },
   httpUrl: {
@@ -140,6 +140,14 @@ function expected(variable: string): string {
   return `${variable} takes ${kind}${range}${example}`;
 }
 
+// A comma-separated list, spaces trimmed and empty entries ignored; refused if any entry is not valid.
+function listOf(valid: (entry: string) => boolean): (list: string) => string[] | undefined {
+  return (list) => {
+    const entries = list.split(',').map((entry) => entry.trim()).filter(Boolean);
+    return entries.every(valid) ? entries : undefined;
+  };
+}
+
 function parseSchedule(list: string): number[] | undefined {
   const delays = list.split(',').map(parseDuration);
   return delays.every((ms) => ms !== undefined) ? delays : undefined;
@@ -153,11 +161,6 @@ function parseDeadline(text: string): number | undefined {
 
 // Short or space-laden tokens are almost always a paste mistake; refuse them at boot.
 const STATIC_TOKEN = /^[\x21-\x7e]{16,}$/;
-
-function parseTokens(list: string): string[] | undefined {
-  const tokens = list.split(',').map((token) => token.trim()).filter(Boolean);
-  return tokens.every((token) => STATIC_TOKEN.test(token)) ? tokens : undefined;
-}
 
 // proxy-addr (behind Fastify's trustProxy) also knows these names for the private ranges.
 const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -176,15 +179,10 @@ function isAddressOrCidr(entry: string): boolean {
   return IPv4.isValidFourPartDecimal(entry) || IPv4.isValidCIDRFourPartDecimal(entry) || IPv6.isValid(entry) || IPv6.isValidCIDR(entry);
 }
 
-// Origins are matched exactly as browsers serialize them (URL.origin): an entry that never could match is refused.
-function parseOrigins(list: string): string[] | undefined {
-  const origins = list.split(',').map((origin) => origin.trim()).filter(Boolean);
-  return origins.every(isSerializedOrigin) ? origins : undefined;
-}
-
 // A DNS name or an IP address: WHATWG URLs also take hosts such as *.example.com, no origin a browser sends.
 const ORIGIN_HOST = /^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/;
 
+// Origins are matched exactly as browsers serialize them (URL.origin): an entry that never could match is refused.
 function isSerializedOrigin(text: string): boolean {
   const url = URL.parse(text);
   return (url?.protocol === 'https:' || url?.protocol === 'http:') && url.origin === text && ORIGIN_HOST.test(url.hostname);

@@ -5,18 +5,11 @@ import type { OperationHandler } from '../contract/operations.ts';
 
 type Observe = (seconds: number) => void;
 
-export interface Metrics {
-  registry: Registry;
-  /** Wraps every method of the store so its latency is recorded, labelled by method name. */
-  instrument<T extends object>(store: T): T;
-  deliveryAttempt(result: 'delivered' | 'retry' | 'failed'): void;
-  /** A rate-limit check skipped because Redis was late (timeout), unreachable (unavailable) or failed (error). */
-  rateLimitSkipped(reason: 'timeout' | 'unavailable' | 'error'): void;
-}
+export type Metrics = ReturnType<typeof createMetrics>;
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>): Metrics {
+export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Promise<number>) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requests = new Histogram({
@@ -82,9 +75,10 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
 
   return {
     registry,
-    deliveryAttempt: (result) => attempts.inc({ result }),
-    rateLimitSkipped: (reason) => skippedChecks.inc({ reason }),
-    instrument: (store) =>
+    deliveryAttempt: (result: 'delivered' | 'retry' | 'failed') => attempts.inc({ result }),
+    rateLimitSkipped: (reason: 'timeout' | 'unavailable' | 'error') => skippedChecks.inc({ reason }),
+    /** Wraps every method of the store so its latency is recorded, labelled by method name. */
+    instrument: <T extends object>(store: T): T =>
       wrapMethods(store, (name, method) => {
         // Series resolved on first use: /metrics shows a method once it has been called.
         let ok: Observe | undefined;

@@ -2,23 +2,19 @@
 // own besides the shared ones (none while its receiver does not answer), so a slow receiver delays only its own deliveries.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
+import type { FastifyBaseLogger } from 'fastify';
 import type { Agent } from 'undici';
 import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
 import type { AttemptOutcome, ClaimedDelivery, WebhookRepository } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
-export interface DispatcherLog {
-  warn(details: object, message: string): void;
-  debug(details: object, message: string): void;
-}
-
 export interface DispatcherOptions {
   store: WebhookRepository;
-  log: DispatcherLog;
+  log: Pick<FastifyBaseLogger, 'warn' | 'debug'>;
   /** Delays between attempts: the first attempt is immediate, then one attempt after each delay. */
   retryScheduleMs: readonly number[];
   allowPrivateNetworks: boolean;
-  /** Bounds each attempt: connecting, waiting for the status, reading the answer. */
+  /** Bounds each attempt as a whole (one AbortSignal): connecting, waiting for the status, reading the answer. */
   timeoutMs: number;
   /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
   deliveredRetentionMs: number;

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
-import type { OperationHandler } from '../contract/operations.ts';
+import type { ServiceHandlers } from '../contract/operations.ts';
 import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
 import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
@@ -10,14 +10,10 @@ import { targetProblem } from './targets.ts';
 type WebhookBody = components['schemas']['Webhook'];
 type DeliveryBody = components['schemas']['WebhookDelivery'];
 
-export interface WebhookHandlers {
-  createWebhook: OperationHandler<'createWebhook'>;
-  listWebhooks: OperationHandler<'listWebhooks'>;
-  deleteWebhook: OperationHandler<'deleteWebhook'>;
-  rotateWebhookSecret: OperationHandler<'rotateWebhookSecret'>;
-  enableWebhook: OperationHandler<'enableWebhook'>;
-  listWebhookDeliveries: OperationHandler<'listWebhookDeliveries'>;
-}
+type WebhookHandlers = Pick<
+  ServiceHandlers,
+  'createWebhook' | 'listWebhooks' | 'deleteWebhook' | 'rotateWebhookSecret' | 'enableWebhook' | 'listWebhookDeliveries'
+>;
 
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;

@@ -61,14 +61,8 @@ export async function targetProblem(url: string, allowPrivateNetworks: boolean):
 /** An undici dispatcher whose every connection re-checks the addresses it is about to use. */
 export async function guardedAgent(allowPrivateNetworks: boolean, timeoutMs: number): Promise<Agent> {
   const { Agent } = await import('undici');
-  return new Agent({
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    connect: {
-      timeout: timeoutMs,
-      ...(!allowPrivateNetworks && { lookup: publicOnlyLookup }),
-    },
-  });
+  // The attempt's AbortSignal bounds the rest; undici's own connect limit (10 s) would cut a longer one short.
+  return new Agent({ connect: { timeout: timeoutMs, ...(!allowPrivateNetworks && { lookup: publicOnlyLookup }) } });
 }
 
 /** Literal IP hosts never reach a lookup function, so they are checked before sending. */
