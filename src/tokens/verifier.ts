@@ -1,13 +1,8 @@
-// Decides whether a presented bearer token is one we issued or were configured with, and what it
-// may do. Stored tokens are cached briefly, so verification rarely touches the store while
-// revocation still reaches every instance within CACHE_TTL_MS; last-use times are written in
-// batches every LAST_USED_FLUSH_MS, never once per request.
-//
-// A token is checked through its SHA-256, compared in constant time. A token that passed is then
-// remembered by its text for as long as its answer may stand (a static token for good, a stored one
-// until its cached record expires), so a client's next requests skip the digest. Only tokens that
-// passed are remembered, so a wrong guess always takes the digest path; a lookup by text compares
-// contents only after a match of the string's seeded hash.
+// Whether a bearer token is one we issued or were configured with, and what it may do. A token is
+// checked through its SHA-256, compared in constant time; stored records are cached for cacheTtlMs,
+// so revocation reaches every instance that soon, and last-use times are written in batches.
+// A token that passed is remembered by its text while its answer stands, so a client's next requests
+// skip the digest; wrong tokens never are, so a guess always takes the digest path.
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum } from './format.ts';
@@ -22,21 +17,11 @@ export interface Principal {
 }
 
 export interface TokenVerifier {
-  verify(token: string): Promise<Principal | undefined>;
-  /**
-   * The same answer without waiting, when it needs no store lookup: a static token, or a stored
-   * one whose record is cached. Otherwise (and for a token that is not valid) undefined: ask verify.
-   */
-  verifyKnown(token: string): Principal | undefined;
-  /** Writes pending last-use times; call on shutdown. */
+  /** The token's principal, or undefined when it is not valid; a promise only when the store must be asked. */
+  verify(token: string): Principal | undefined | Promise<Principal | undefined>;
+  /** Writes pending last-use times. */
   flush(): Promise<void>;
   close(): Promise<void>;
-}
-
-interface CachedRecord {
-  record: TokenRecord | undefined;
-  /** Milliseconds since the epoch. */
-  until: number;
 }
 
 export interface VerifierOptions {
@@ -47,35 +32,26 @@ export interface VerifierOptions {
   now?: () => number;
 }
 
-const CACHE_TTL_MS = 2_000;
-const LAST_USED_FLUSH_MS = 10_000;
+interface Cached {
+  record: TokenRecord | undefined;
+  until: number;
+}
+
+// Past these sizes a map starts again: a flood of distinct tokens must not grow memory.
 const CACHE_LIMIT = 10_000;
-/** Tokens remembered by their text; past it, the memory starts again (clients then pay one digest each). */
-const VERIFIED_LIMIT = 1_000;
+const REMEMBERED_LIMIT = 1_000;
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
-  const { store, cacheTtlMs = CACHE_TTL_MS, lastUsedFlushMs = LAST_USED_FLUSH_MS, now = Date.now } = options;
+  const { store, cacheTtlMs = 2_000, lastUsedFlushMs = 10_000, now = Date.now } = options;
   const staticDigests = options.staticTokens.map(sha256);
-  // Built once: a static token's principal never changes, and every request with it needs one.
-  const staticPrincipals: readonly Principal[] = staticDigests.map((digest, index) =>
+  const staticPrincipals = staticDigests.map((digest, index) =>
     Object.freeze({ key: principalKey(digest), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
   );
-  const cache = new Map<string, CachedRecord>();
+  /** Store answers by the token's hex digest, unknown tokens too: one bad token costs one lookup per TTL. */
+  const cache = new Map<string, Cached>();
+  const remembered = new Map<string, { principal: Principal; until: number; recordId?: number }>();
   const lastUsed = new Map<number, number>();
-  const verified = new Map<string, { principal: Principal; until: number; recordId?: number }>();
-  const flushTimer = setInterval(() => {
-    flush().catch(() => undefined);
-  }, lastUsedFlushMs).unref();
-
-  async function lookUp(hash: string): Promise<CachedRecord> {
-    const record = await store.findTokenByHash(hash);
-    if (cache.size >= CACHE_LIMIT) cache.clear(); // a flood of distinct tokens must not grow memory
-    // Unknown tokens are cached too: a flood of one bad token costs one lookup per TTL, and a
-    // token created meanwhile works at most cacheTtlMs later.
-    const cached = { record, until: now() + cacheTtlMs };
-    cache.set(hash, cached);
-    return cached;
-  }
+  const flushTimer = setInterval(() => flush().catch(() => undefined), lastUsedFlushMs).unref();
 
   async function flush(): Promise<void> {
     if (lastUsed.size === 0) return;
@@ -84,9 +60,25 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     await store.recordTokenUse(batch);
   }
 
-  // What is known without the store: a static token's principal, an answer that needs no lookup
-  // (no checksum), or the cached record of a stored token; otherwise the digest to look up.
-  function knownAnswer(token: string): Principal | undefined | { lookUp: string; digest: Buffer } {
+  function remember(token: string, principal: Principal, until: number, recordId?: number): Principal {
+    if (remembered.size >= REMEMBERED_LIMIT) remembered.clear();
+    remembered.set(token, { principal, until, ...(recordId !== undefined && { recordId }) });
+    if (recordId !== undefined) lastUsed.set(recordId, now());
+    return principal;
+  }
+
+  function principalOf(token: string, { record, until }: Cached, digest: Buffer): Principal | undefined {
+    if (!record || tokenStatus(record, now()) !== 'active') return undefined;
+    const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
+    return remember(token, { key: principalKey(digest), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
+  }
+
+  function verify(token: string): Principal | undefined | Promise<Principal | undefined> {
+    const hit = remembered.get(token);
+    if (hit !== undefined && hit.until > now()) {
+      if (hit.recordId !== undefined) lastUsed.set(hit.recordId, now());
+      return hit.principal;
+    }
     if (token === '') return undefined;
     const digest = sha256(token);
     const staticIndex = constantTimeIndex(staticDigests, digest);
@@ -95,42 +87,17 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     if (!hasValidChecksum(token)) return undefined;
     const hex = digest.toString('hex');
     const cached = cache.get(hex);
-    return cached && cached.until > now() ? principalOf(token, cached, digest) : { lookUp: hex, digest };
-  }
-
-  function principalOf(token: string, cached: CachedRecord, digest: Buffer): Principal | undefined {
-    const { record } = cached;
-    if (!record || tokenStatus(record, now()) !== 'active') return undefined;
-    lastUsed.set(record.id, now());
-    const principal = { key: principalKey(digest), name: record.name, scopes: record.scopes };
-    const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
-    return remember(token, principal, Math.min(cached.until, expires), record.id);
-  }
-
-  function remember(token: string, principal: Principal, until: number, recordId?: number): Principal {
-    if (verified.size >= VERIFIED_LIMIT) verified.clear();
-    verified.set(token, { principal, until, ...(recordId !== undefined && { recordId }) });
-    return principal;
-  }
-
-  // A remembered token's principal, or what knownAnswer says.
-  function check(token: string): ReturnType<typeof knownAnswer> {
-    const hit = verified.get(token);
-    if (hit === undefined || hit.until <= now()) return knownAnswer(token);
-    if (hit.recordId !== undefined) lastUsed.set(hit.recordId, now());
-    return hit.principal;
+    if (cached !== undefined && cached.until > now()) return principalOf(token, cached, digest);
+    return store.findTokenByHash(hex).then((record) => {
+      if (cache.size >= CACHE_LIMIT) cache.clear();
+      const fresh = { record, until: now() + cacheTtlMs };
+      cache.set(hex, fresh);
+      return principalOf(token, fresh, digest);
+    });
   }
 
   return {
-    async verify(token) {
-      const known = check(token);
-      if (known === undefined || !('lookUp' in known)) return known;
-      return principalOf(token, await lookUp(known.lookUp), known.digest);
-    },
-    verifyKnown(token) {
-      const known = check(token);
-      return known === undefined || 'lookUp' in known ? undefined : known;
-    },
+    verify,
     flush,
     async close() {
       clearInterval(flushTimer);
