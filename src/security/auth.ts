@@ -94,9 +94,9 @@ export async function createBearerAuth(
 
   const hookFor = (scopes: string[]): onRequestHookHandler =>
     function bearerAuth(request, reply, done) {
-      const malformed = malformedCredentials(request);
-      if (malformed !== undefined) {
-        refuse(request, reply, malformed);
+      const refusal = credentialsRefusal(request);
+      if (refusal !== undefined) {
+        refuse(request, reply, refusal);
         return;
       }
       verifyBearerAuth(request, reply, (error) => {
@@ -108,17 +108,9 @@ export async function createBearerAuth(
   return { hookFor };
 }
 
-/** What bearer-auth reports, as our refusal; auth throws its own, so a wrong header is only a wrong scheme. */
+/** What bearer-auth reports, as our refusal: auth throws its own, so its only refusal left is another scheme. */
 function refusalOf(error: Error): Error {
-  if (error instanceof HttpError) return error;
-  switch ((error as FastifyError).code) {
-    case 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER':
-      return MISSING_TOKEN;
-    case 'FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER':
-      return NOT_BEARER;
-    default:
-      return error;
-  }
+  return (error as FastifyError).code === 'FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER' ? NOT_BEARER : error;
 }
 
 function scopeRefusal(principal: Principal, scopes: string[]): HttpError | undefined {
@@ -131,10 +123,12 @@ function scopeRefusal(principal: Principal, scopes: string[]): HttpError | undef
   );
 }
 
-function malformedCredentials(request: FastifyRequest): HttpError | undefined {
+/** RFC 6750's refusals of credentials that are absent, or not one header's one token (checked by auth). */
+function credentialsRefusal(request: FastifyRequest): HttpError | undefined {
   if (Object.hasOwn(request.query as object, 'access_token')) return TOKEN_IN_QUERY;
+  // Without credentials there is nothing for bearer-auth to read (its error object would cost a fifth of the 401).
+  if (!request.headers.authorization) return MISSING_TOKEN;
   // Node keeps only the first of repeated Authorization headers; the raw list shows them all.
-  if (request.headers.authorization === undefined) return undefined;
   const { rawHeaders } = request.raw;
   let headers = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
