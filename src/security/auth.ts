@@ -16,23 +16,19 @@ declare module 'fastify' {
   }
 }
 
-const CHALLENGE = 'Bearer realm="plants"';
-const challenge = (extra: string) => ({ 'www-authenticate': `${CHALLENGE}, ${extra}` });
 // Refusals whose text never changes are built once, so each is sent as the same bytes every time.
-const MISSING_TOKEN = new HttpError(401, 'This operation needs a bearer token: send "Authorization: Bearer <token>".', {
-  'www-authenticate': CHALLENGE,
-});
-const NOT_BEARER = new HttpError(401, 'The Authorization header must use the Bearer scheme: "Authorization: Bearer <token>".', {
-  'www-authenticate': CHALLENGE,
-});
-const INVALID_TOKEN = new HttpError(
+const refusal = (status: number, message: string, error?: string) =>
+  new HttpError(status, message, { 'www-authenticate': `Bearer realm="plants"${error ? `, ${error}` : ''}` });
+const MISSING_TOKEN = refusal(401, 'This operation needs a bearer token: send "Authorization: Bearer <token>".');
+const NOT_BEARER = refusal(401, 'The Authorization header must use the Bearer scheme: "Authorization: Bearer <token>".');
+const INVALID_TOKEN = refusal(
   401,
   'The bearer token is not valid: unknown, revoked or expired.',
-  challenge('error="invalid_token", error_description="The bearer token is not valid"'),
+  'error="invalid_token", error_description="The bearer token is not valid"',
 );
 // RFC 6750: credentials come once, in the header, as one token; anything else is ambiguous (a proxy
 // and the service might read different tokens) and never authenticates.
-const invalidRequest = (message: string) => new HttpError(400, message, challenge('error="invalid_request"'));
+const invalidRequest = (message: string) => refusal(400, message, 'error="invalid_request"');
 const TOKEN_IN_QUERY = invalidRequest('Send the token in the Authorization header; a token in the query string is never accepted.');
 const SEVERAL_HEADERS = invalidRequest('Send exactly one Authorization header.');
 const SEVERAL_TOKENS = invalidRequest('Send exactly one bearer token: "Authorization: Bearer <token>".');
@@ -116,17 +112,14 @@ function refusalOf(error: Error): Error {
 function scopeRefusal(principal: Principal, scopes: string[]): HttpError | undefined {
   const missing = missingScopes(principal.scopes, scopes);
   if (missing.length === 0) return undefined;
-  return new HttpError(
-    403,
-    `This token lacks the scope ${missing.join(' and ')} that this operation needs.`,
-    challenge(`error="insufficient_scope", scope="${scopes.join(' ')}"`),
-  );
+  const message = `This token lacks the scope ${missing.join(' and ')} that this operation needs.`;
+  return refusal(403, message, `error="insufficient_scope", scope="${scopes.join(' ')}"`);
 }
 
 /** RFC 6750's refusals of credentials that are absent, or not one header's one token (checked by auth). */
 function credentialsRefusal(request: FastifyRequest): HttpError | undefined {
   if (Object.hasOwn(request.query as object, 'access_token')) return TOKEN_IN_QUERY;
-  // Without credentials there is nothing for bearer-auth to read (its error object would cost a fifth of the 401).
+  // Nothing for bearer-auth to read: answered at once, as its refusal would build an error object and its stack.
   if (!request.headers.authorization) return MISSING_TOKEN;
   // Node keeps only the first of repeated Authorization headers; the raw list shows them all.
   const { rawHeaders } = request.raw;

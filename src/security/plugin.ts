@@ -27,7 +27,7 @@ async function security(app: FastifyInstance, options: SecurityOptions): Promise
   await allowCrossOrigin(app, options.corsOrigins);
   const verifier = createTokenVerifier(options.tokens);
   app.addHook('onClose', () => verifier.close());
-  const failures = createFailureLimiter({ max: options.authFailuresPerMinute, windowMs: 60_000, ...(options.tokens.now && { now: options.tokens.now }) });
+  const failures = createFailureLimiter({ max: options.authFailuresPerMinute, windowMs: 60_000, now: options.tokens.now });
   app.decorate('bearerAuth', await createBearerAuth(app, { verifier, failures }));
   await registerRateLimit(app, { ...options.rateLimit, onSkip: app.observability.metrics.rateLimitSkipped });
 }

@@ -9,16 +9,3 @@ export function missingScopes(granted: readonly string[], required: readonly str
   return required.filter((scope) => !granted.includes(scope));
 }
 
-/** Every scope some operation of the spec requires, for validating what the CLI grants. */
-export function scopesInSpec(spec: { paths?: Record<string, Record<string, unknown>> }): string[] {
-  const scopes = new Set<string>();
-  for (const item of Object.values(spec.paths ?? {})) {
-    for (const operation of Object.values(item)) {
-      const security = (operation as { security?: Record<string, string[]>[] } | undefined)?.security;
-      for (const requirement of Array.isArray(security) ? security : []) {
-        for (const list of Object.values(requirement)) for (const scope of list) scopes.add(scope);
-      }
-    }
-  }
-  return [...scopes].sort();
-}

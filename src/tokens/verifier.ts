@@ -1,8 +1,7 @@
 // Whether a bearer token is one we issued or were configured with, and what it may do. A token is
-// checked through its SHA-256, compared in constant time; stored records are cached for cacheTtlMs,
-// so revocation reaches every instance that soon, and last-use times are written in batches.
-// A token that passed is remembered by its text while its answer stands, so a client's next requests
-// skip the digest; wrong tokens never are, so a guess always takes the digest path.
+// checked through its SHA-256, static ones compared in constant time. Answers are then kept by the
+// token's text while they stand (a static token's for good, the store's for cacheTtlMs, so revocation
+// reaches every instance that soon), sparing the digest and the store; last-use times are written in batches.
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum } from './format.ts';
@@ -32,14 +31,8 @@ export interface VerifierOptions {
   now?: () => number;
 }
 
-interface Cached {
-  record: TokenRecord | undefined;
-  until: number;
-}
-
-// Past these sizes a map starts again: a flood of distinct tokens must not grow memory.
-const CACHE_LIMIT = 10_000;
-const REMEMBERED_LIMIT = 1_000;
+/** Past it the answers start again: a flood of distinct tokens must not grow memory. */
+const ANSWERS_LIMIT = 10_000;
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const { store, cacheTtlMs = 2_000, lastUsedFlushMs = 10_000, now = Date.now } = options;
@@ -47,9 +40,8 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const staticPrincipals = staticDigests.map((digest, index) =>
     Object.freeze({ key: principalKey(digest), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
   );
-  /** Store answers by the token's hex digest, unknown tokens too: one bad token costs one lookup per TTL. */
-  const cache = new Map<string, Cached>();
-  const remembered = new Map<string, { principal: Principal; until: number; recordId?: number }>();
+  // Unknown tokens too: a flood of one bad token costs one store lookup per cacheTtlMs.
+  const answers = new Map<string, { principal: Principal | undefined; until: number; recordId?: number }>();
   const lastUsed = new Map<number, number>();
   const flushTimer = setInterval(() => flush().catch(() => undefined), lastUsedFlushMs).unref();
 
@@ -60,39 +52,30 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     await store.recordTokenUse(batch);
   }
 
-  function remember(token: string, principal: Principal, until: number, recordId?: number): Principal {
-    if (remembered.size >= REMEMBERED_LIMIT) remembered.clear();
-    remembered.set(token, { principal, until, ...(recordId !== undefined && { recordId }) });
+  function answer(token: string, principal: Principal | undefined, until: number, recordId?: number): Principal | undefined {
+    if (answers.size >= ANSWERS_LIMIT) answers.clear();
+    answers.set(token, { principal, until, ...(recordId !== undefined && { recordId }) });
     if (recordId !== undefined) lastUsed.set(recordId, now());
     return principal;
   }
 
-  function principalOf(token: string, { record, until }: Cached, digest: Buffer): Principal | undefined {
-    if (!record || tokenStatus(record, now()) !== 'active') return undefined;
-    const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
-    return remember(token, { key: principalKey(digest), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
-  }
-
   function verify(token: string): Principal | undefined | Promise<Principal | undefined> {
-    const hit = remembered.get(token);
-    if (hit !== undefined && hit.until > now()) {
-      if (hit.recordId !== undefined) lastUsed.set(hit.recordId, now());
-      return hit.principal;
+    const known = answers.get(token);
+    if (known !== undefined && known.until > now()) {
+      if (known.recordId !== undefined) lastUsed.set(known.recordId, now());
+      return known.principal;
     }
     if (token === '') return undefined;
     const digest = sha256(token);
     const staticIndex = constantTimeIndex(staticDigests, digest);
-    if (staticIndex >= 0) return remember(token, staticPrincipals[staticIndex]!, Infinity);
+    if (staticIndex >= 0) return answer(token, staticPrincipals[staticIndex], Infinity);
     // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
     if (!hasValidChecksum(token)) return undefined;
-    const hex = digest.toString('hex');
-    const cached = cache.get(hex);
-    if (cached !== undefined && cached.until > now()) return principalOf(token, cached, digest);
-    return store.findTokenByHash(hex).then((record) => {
-      if (cache.size >= CACHE_LIMIT) cache.clear();
-      const fresh = { record, until: now() + cacheTtlMs };
-      cache.set(hex, fresh);
-      return principalOf(token, fresh, digest);
+    return store.findTokenByHash(digest.toString('hex')).then((record) => {
+      const until = now() + cacheTtlMs;
+      if (!record || tokenStatus(record, now()) !== 'active') return answer(token, undefined, until);
+      const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
+      return answer(token, { key: principalKey(digest), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
     });
   }
 
