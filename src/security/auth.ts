@@ -1,7 +1,6 @@
-// The `bearerAuth` security scheme of openapi.yaml: for each operation, an onRequest hook checking the
-// scopes its security requirement lists (contract/routes.ts). @fastify/bearer-auth reads the header
-// (the scheme case-insensitive, as RFC 9110 says) and hands the token to `auth`; around it, RFC 6750's
-// refusals of ambiguous credentials, the guard against guessing (failure-limiter.ts) and the scopes.
+// openapi.yaml's `bearerAuth`: per operation, an onRequest hook checking the scopes its security requirement
+// lists. @fastify/bearer-auth reads the header (scheme case-insensitive, RFC 9110) and hands the token to
+// `auth`; around it, RFC 6750's refusals, the guard against guessing (failure-limiter.ts) and the scopes.
 import { setTimeout as sleep } from 'node:timers/promises';
 import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
@@ -57,7 +56,9 @@ export async function createBearerAuth(
       return true;
     }
     const retryAfter = failures.recordFailure(request.ip);
-    throw retryAfter === undefined ? INVALID_TOKEN : tooManyFailures(retryAfter);
+    if (retryAfter === undefined) throw INVALID_TOKEN;
+    const message = `Too many failed authentications from this address; retry in ${retryAfter} seconds.`;
+    throw new HttpError(429, message, { 'retry-after': String(retryAfter) });
   };
   const inTurn = async (record: AddressRecord, token: string, request: FastifyRequest): Promise<true> => {
     const turn = record.take(() => keyOfToken(token));
@@ -130,8 +131,3 @@ function credentialsRefusal(request: FastifyRequest): HttpError | undefined {
   return headers > 1 ? SEVERAL_HEADERS : undefined;
 }
 
-function tooManyFailures(retryAfter: number): HttpError {
-  return new HttpError(429, `Too many failed authentications from this address; retry in ${retryAfter} seconds.`, {
-    'retry-after': String(retryAfter),
-  });
-}

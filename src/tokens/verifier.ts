@@ -2,9 +2,9 @@
 // checked through its SHA-256, static ones compared in constant time. Answers are then kept by the
 // token's text while they stand (a static token's for good, the store's for cacheTtlMs, so revocation
 // reaches every instance that soon), sparing the digest and the store; last-use times are written in batches.
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
-import { hasValidChecksum } from './format.ts';
+import { hasValidChecksum, hashToken } from './format.ts';
 import { ALL_SCOPES } from './scopes.ts';
 
 export interface Principal {
@@ -36,9 +36,9 @@ const ANSWERS_LIMIT = 10_000;
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const { store, cacheTtlMs = 2_000, lastUsedFlushMs = 10_000, now = Date.now } = options;
-  const staticDigests = options.staticTokens.map(sha256);
-  const staticPrincipals = staticDigests.map((digest, index) =>
-    Object.freeze({ key: principalKey(digest), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
+  const staticDigests = options.staticTokens.map((token) => Buffer.from(hashToken(token), 'hex'));
+  const staticPrincipals = options.staticTokens.map((token, index) =>
+    Object.freeze({ key: keyOfToken(token), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
   );
   // Unknown tokens too: a flood of one bad token costs one store lookup per cacheTtlMs.
   const answers = new Map<string, { principal: Principal | undefined; until: number; recordId?: number }>();
@@ -66,16 +66,18 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
       return known.principal;
     }
     if (token === '') return undefined;
-    const digest = sha256(token);
-    const staticIndex = constantTimeIndex(staticDigests, digest);
+    const hex = hashToken(token);
+    const digest = Buffer.from(hex, 'hex');
+    // Every static digest is compared, none skipped, so timing says nothing of which matched.
+    const staticIndex = staticDigests.reduce((found, each, index) => (timingSafeEqual(each, digest) && found < 0 ? index : found), -1);
     if (staticIndex >= 0) return answer(token, staticPrincipals[staticIndex], Infinity);
     // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
     if (!hasValidChecksum(token)) return undefined;
-    return store.findTokenByHash(digest.toString('hex')).then((record) => {
+    return store.findTokenByHash(hex).then((record) => {
       const until = now() + cacheTtlMs;
       if (!record || tokenStatus(record, now()) !== 'active') return answer(token, undefined, until);
       const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
-      return answer(token, { key: principalKey(digest), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
+      return answer(token, { key: hex.slice(0, 32), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
     });
   }
 
@@ -98,23 +100,5 @@ export function tokenStatus(record: TokenRecord, now: number): 'active' | 'revok
 
 /** The Principal key a token would have, known or not: a prefix of its SHA-256. */
 export function keyOfToken(token: string): string {
-  return principalKey(sha256(token));
-}
-
-function principalKey(digest: Buffer): string {
-  return digest.toString('hex', 0, 16);
-}
-
-// Through hex: Buffer.from takes the bytes from Node's pool, where a Buffer digest gets a backing store of its own.
-function sha256(value: string): Buffer {
-  return Buffer.from(hash('sha256', value, 'hex'), 'hex');
-}
-
-// Compares against every configured digest without stopping early, so timing says nothing about which matched.
-function constantTimeIndex(digests: readonly Buffer[], digest: Buffer): number {
-  let found = -1;
-  digests.forEach((candidate, index) => {
-    if (timingSafeEqual(candidate, digest) && found < 0) found = index;
-  });
-  return found;
+  return hashToken(token).slice(0, 32);
 }
