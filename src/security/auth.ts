@@ -13,6 +13,9 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
   }
+  interface FastifyInstance {
+    bearerAuth: BearerAuth;
+  }
 }
 
 // Refusals whose text never changes are built once, so each is sent as the same bytes every time.

@@ -1,10 +1,9 @@
-// Slows token guessing from one address (request.ip; per instance, in memory) without ever refusing a
-// valid token. An address with `max` wrong tokens in its window is blocked until the window ends: its
-// wrong tokens answer 429, and each token new to it waits its turn, one every window/max, so a guesser
-// gets about 2 x max guesses a window however many it sends at once, and a right token answers no
-// sooner than a wrong one. A token that authenticated from the address skips the queue: a client behind
-// the guesser's balancer is slowed at worst, never refused. Memory is bounded without forgetting the
-// worst: addresses below the limit go least recently failed first, blocked ones fewest failures first.
+// Slows token guessing from one address (request.ip; per instance, in memory), never refusing a valid
+// token. Past `max` wrong tokens in its window an address's wrong tokens answer 429 and each token new to
+// it waits a turn, one every window/max: about 2 x max guesses a window however many are sent at once,
+// a right token answering no sooner than a wrong one; a token that authenticated from there skips the
+// queue, so a client sharing the guesser's balancer is slowed, never refused. Memory is bounded keeping
+// the worst: addresses below the limit go least recently failed first, blocked ones fewest failures first.
 export interface FailureLimiter {
   /** What the guard holds on an address: undefined, cheaply, for every address without failures. */
   recordOf(address: string): AddressRecord | undefined;
@@ -12,7 +11,7 @@ export interface FailureLimiter {
   recordFailure(address: string): number | undefined;
 }
 
-/** Tokens are named by a key derived from them (the Principal key), never kept themselves. */
+/** Tokens are named by their Principal key, never kept themselves. */
 export interface AddressRecord {
   /** Before a token is checked: how long it waits. Call done() once it is checked. */
   take(tokenKey: () => string): Turn;

@@ -1,10 +1,9 @@
-// Who may call what, and how often: cross-origin access for the browser apps in CORS_ORIGINS, the
-// bearer token check that each operation's route runs (app.bearerAuth.hookFor(scopes)), the guard
-// against token guessing, and the per-token rate limit.
+// Who may call what, and how often: CORS for the browser apps in CORS_ORIGINS, the bearer token check each
+// operation's route runs (app.bearerAuth.hookFor(scopes)), the guard against guessing, the per-token rate limit.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { createTokenVerifier, type VerifierOptions } from '../tokens/verifier.ts';
-import { createBearerAuth, type BearerAuth } from './auth.ts';
+import { createBearerAuth } from './auth.ts';
 import { allowCrossOrigin } from './cors.ts';
 import { createFailureLimiter } from './failure-limiter.ts';
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.ts';
@@ -15,12 +14,6 @@ export interface SecurityOptions {
   /** Failed authentications an address may make per minute before its guesses are slowed. */
   authFailuresPerMinute: number;
   rateLimit: Omit<RateLimitOptions, 'onSkip'>;
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    bearerAuth: BearerAuth;
-  }
 }
 
 async function security(app: FastifyInstance, options: SecurityOptions): Promise<void> {

@@ -1,7 +1,6 @@
-// Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit, run as a preParsing hook
-// after authentication so the key is the token; with REDIS_URL every instance shares it through Redis.
-// A check Redis does not answer within REDIS_TIMEOUT, or made while it is unreachable, is skipped
-// (skipOnError) and the request served unlimited: serving without a limit beats not serving.
+// Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit, a preParsing hook after
+// authentication so the key is the token; with REDIS_URL shared through Redis. A check Redis does not
+// answer within REDIS_TIMEOUT, or while unreachable, is skipped: serving unlimited beats not serving.
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
@@ -51,18 +50,14 @@ const WARNING_INTERVAL_MS = 60_000;
 async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: timeoutMs, onSkip }: RateLimitOptions) {
   const { Redis, ReplyError } = await import('ioredis'); // loaded only when REDIS_URL asks for it
   const redis = new Redis(url, {
-    // A check waits at most REDIS_TIMEOUT; a connection silent that long is dropped and made anew,
-    // so a hung Redis collects no queue and its recovery shows as a new connection.
+    // A check waits at most REDIS_TIMEOUT; a connection silent that long is made anew (a hung Redis collects no queue).
     commandTimeout: timeoutMs,
     socketTimeout: timeoutMs,
     // Checks queued while a connection is set up fail when it fails; one given up is never resent.
     maxRetriesPerRequest: 1,
     autoResendUnfulfilledCommands: false,
   });
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => undefined); // bounded by commandTimeout
-    redis.disconnect();
-  });
+  app.addHook('onClose', () => redis.quit().then(() => undefined, () => redis.disconnect())); // bounded by commandTimeout
 
   // Skipping is logged when it begins, at most once a minute while it lasts, and when Redis answers again.
   let degraded = false;

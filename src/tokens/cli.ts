@@ -14,10 +14,9 @@ export interface CliContext {
   knownScopes: readonly string[];
   out: (line: string) => void;
   err: (line: string) => void;
-  now?: () => Date;
 }
 
-export const USAGE = `Usage:
+const USAGE = `Usage:
   npm run token -- create --name NAME [--scope SCOPE]... [--expires 30d]
   npm run token -- list
   npm run token -- revoke NAME|ID
@@ -28,7 +27,7 @@ create prints the new token once, as its last line. Without --scope a token gets
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
 const CREATE_OPTIONS: ParseArgsOptionsConfig = { name: { type: 'string' }, scope: { type: 'string', multiple: true }, expires: { type: 'string' } };
 
-export class UsageError extends Error {}
+class UsageError extends Error {}
 
 type Command = (args: string[], context: CliContext) => Promise<number>;
 
@@ -67,14 +66,13 @@ async function create(args: string[], context: CliContext): Promise<number> {
   if (expires !== undefined && !lifetimeMs) {
     throw new UsageError(`--expires takes a duration such as 90m, 12h, 30d or 8w, not "${expires}".`);
   }
-  const now = context.now?.() ?? new Date();
   const token = generateToken();
   const record = await context.store.createToken({
     name,
     hash: hashToken(token),
     hint: tokenHint(token),
     scopes: [...new Set(scope)],
-    ...(lifetimeMs && { expiresAt: new Date(now.getTime() + lifetimeMs).toISOString() }),
+    ...(lifetimeMs && { expiresAt: new Date(Date.now() + lifetimeMs).toISOString() }),
   });
   context.out(`Created token ${record.id} "${record.name}"`);
   context.out(`  scopes:  ${record.scopes.includes(ALL_SCOPES) ? '* (every scope)' : record.scopes.join(' ')}`);
@@ -86,7 +84,7 @@ async function create(args: string[], context: CliContext): Promise<number> {
 
 async function list(args: string[], context: CliContext): Promise<number> {
   if (parse(args, {}).positionals.length > 0) throw new UsageError('list takes no arguments.');
-  const now = (context.now?.() ?? new Date()).getTime();
+  const now = Date.now();
   const rows = (await context.store.listTokens()).map((token) => [
     String(token.id),
     token.name,

@@ -1,7 +1,6 @@
-// Whether a bearer token is one we issued or were configured with, and what it may do. A token is
-// checked through its SHA-256, static ones compared in constant time. Answers are then kept by the
-// token's text while they stand (a static token's for good, the store's for cacheTtlMs, so revocation
-// reaches every instance that soon), sparing the digest and the store; last-use times are written in batches.
+// Whether a bearer token is one we issued or were configured with, and what it may do: checked through
+// its SHA-256 (static ones in constant time), then answered by its text while the answer stands (a static
+// token's for good, the store's for cacheTtlMs: revocation reaches every instance that soon).
 import { timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum, hashToken } from './format.ts';
@@ -15,14 +14,6 @@ export interface Principal {
   scopes: readonly string[];
 }
 
-export interface TokenVerifier {
-  /** The token's principal, or undefined when it is not valid; a promise only when the store must be asked. */
-  verify(token: string): Principal | undefined | Promise<Principal | undefined>;
-  /** Writes pending last-use times. */
-  flush(): Promise<void>;
-  close(): Promise<void>;
-}
-
 export interface VerifierOptions {
   staticTokens: readonly string[];
   store: PlantStore;
@@ -34,7 +25,9 @@ export interface VerifierOptions {
 /** Past it the answers start again: a flood of distinct tokens must not grow memory. */
 const ANSWERS_LIMIT = 10_000;
 
-export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
+export type TokenVerifier = ReturnType<typeof createTokenVerifier>;
+
+export function createTokenVerifier(options: VerifierOptions) {
   const { store, cacheTtlMs = 2_000, lastUsedFlushMs = 10_000, now = Date.now } = options;
   const staticDigests = options.staticTokens.map((token) => Buffer.from(hashToken(token), 'hex'));
   const staticPrincipals = options.staticTokens.map((token, index) =>
@@ -45,6 +38,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const lastUsed = new Map<number, number>();
   const flushTimer = setInterval(() => flush().catch(() => undefined), lastUsedFlushMs).unref();
 
+  // Last-use times are written in batches, never once per request.
   async function flush(): Promise<void> {
     if (lastUsed.size === 0) return;
     const batch = new Map([...lastUsed].map(([id, at]) => [id, new Date(at).toISOString()]));
@@ -59,6 +53,7 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     return principal;
   }
 
+  /** The token's principal, or undefined when it is not valid; a promise only when the store must be asked. */
   function verify(token: string): Principal | undefined | Promise<Principal | undefined> {
     const known = answers.get(token);
     if (known !== undefined && known.until > now()) {
@@ -81,14 +76,11 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     });
   }
 
-  return {
-    verify,
-    flush,
-    async close() {
-      clearInterval(flushTimer);
-      await flush();
-    },
+  const close = () => {
+    clearInterval(flushTimer);
+    return flush();
   };
+  return { verify, flush, close };
 }
 
 /** Whether a stored token may be used at `now` (milliseconds since the epoch). */
