@@ -1,12 +1,10 @@
-// openapi.yaml's `bearerAuth`: per operation, an onRequest hook checking the scopes its security requirement
-// lists. @fastify/bearer-auth reads the header (scheme case-insensitive, RFC 9110) and hands the token to
-// `auth`; around it, RFC 6750's refusals, the guard against guessing (failure-limiter.ts) and the scopes.
+// openapi.yaml's `bearerAuth`, per operation an onRequest hook: @fastify/bearer-auth reads the header and
+// hands the token to `auth`; around it, RFC 6750's refusals, the guard against guessing and the scopes.
 import { setTimeout as sleep } from 'node:timers/promises';
 import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { HttpError, refuse } from '../contract/errors.ts';
-import { missingScopes } from '../tokens/scopes.ts';
-import { keyOfToken, type Principal, type TokenVerifier } from '../tokens/verifier.ts';
+import { keyOfToken, missingScopes, type Principal, type TokenVerifier } from '../tokens/verifier.ts';
 import type { AddressRecord, FailureLimiter } from './failure-limiter.ts';
 
 declare module 'fastify' {
@@ -14,7 +12,8 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    bearerAuth: BearerAuth;
+    /** The check for an operation needing `scopes`, as an onRequest hook. */
+    bearerAuth: { hookFor: (scopes: string[]) => onRequestHookHandler };
   }
 }
 
@@ -28,34 +27,26 @@ const INVALID_TOKEN = refusal(
   'The bearer token is not valid: unknown, revoked or expired.',
   'error="invalid_token", error_description="The bearer token is not valid"',
 );
-// RFC 6750: credentials come once, in the header, as one token; anything else is ambiguous (a proxy
-// and the service might read different tokens) and never authenticates.
+// RFC 6750: one token, in one header; anything else is ambiguous (a proxy might read another token).
 const invalidRequest = (message: string) => refusal(400, message, 'error="invalid_request"');
 const TOKEN_IN_QUERY = invalidRequest('Send the token in the Authorization header; a token in the query string is never accepted.');
 const SEVERAL_HEADERS = invalidRequest('Send exactly one Authorization header.');
 const SEVERAL_TOKENS = invalidRequest('Send exactly one bearer token: "Authorization: Bearer <token>".');
 
-export interface BearerAuth {
-  /** The check for an operation needing `scopes`, as an onRequest hook. */
-  hookFor: (scopes: string[]) => onRequestHookHandler;
-}
-
 export async function createBearerAuth(
   app: FastifyInstance,
   { verifier, failures }: { verifier: TokenVerifier; failures: FailureLimiter },
-): Promise<BearerAuth> {
+): Promise<FastifyInstance['bearerAuth']> {
   app.decorateRequest('principal', null);
   // Closing must not wait for queued guesses: they are checked at once.
   const closing = new AbortController();
-  app.addHook('preClose', (done) => {
-    closing.abort();
-    done();
-  });
+  app.addHook('preClose', async () => closing.abort());
 
   // Only a wrong token is a guess: a missing one or another scheme tells a guesser nothing.
-  const accept = (request: FastifyRequest, principal: Principal | undefined): true => {
+  const accept = (request: FastifyRequest, principal: Principal | undefined, record?: AddressRecord): true => {
     if (principal !== undefined) {
       request.principal = principal;
+      record?.remember(principal.key); // it skips the address's queue from now on
       return true;
     }
     const retryAfter = failures.recordFailure(request.ip);
@@ -67,12 +58,10 @@ export async function createBearerAuth(
     const turn = record.take(() => keyOfToken(token));
     try {
       if (turn.waitMs > 0) await sleep(turn.waitMs, undefined, { signal: closing.signal }).catch(() => undefined);
-      accept(request, await verifier.verify(token));
+      return accept(request, await verifier.verify(token), record);
     } finally {
       turn.done();
     }
-    record.remember(request.principal!.key);
-    return true;
   };
 
   await app.register(fastifyBearerAuth, {

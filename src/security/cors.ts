@@ -1,9 +1,9 @@
-// Cross-origin access for browser apps served from the origins in CORS_ORIGINS, through @fastify/cors.
-// Registered before authentication, so that a preflight, which never carries a token, is answered 204
-// instead of 401 or 404; not at all when the list is empty, so a service without browser clients runs
-// no CORS hook on any request.
+// CORS for the browser apps of CORS_ORIGINS through @fastify/cors: before authentication, as a preflight
+// carries no token; not registered at all without origins, so no request runs its hook.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
+
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
 export async function allowCrossOrigin(app: FastifyInstance, origins: readonly string[]): Promise<void> {
   if (origins.length === 0) return;
@@ -15,7 +15,7 @@ export async function allowCrossOrigin(app: FastifyInstance, origins: readonly s
     // The methods of openapi.yaml's operations; the headers a page may send and read beyond the safelisted ones.
     methods: ['GET', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Link', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    exposedHeaders: ['ETag', 'Link', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', ...RATE_LIMIT_HEADERS],
     maxAge: 600, // seconds a browser may reuse a preflight's answer (Chromium caps it at 7200)
     // Strict mode answers a bare OPTIONS with a text/plain 400, not the Error body.
     strictPreflight: false,
@@ -23,9 +23,8 @@ export async function allowCrossOrigin(app: FastifyInstance, origins: readonly s
   app.addHook('onRequest', refuseForeignPreflights);
 }
 
-// What reaches this hook as an OPTIONS comes from an origin not listed (the plugin answered the
-// others). A preflight gets a 403 Error that says why, rather than the 404 "no such operation" it
-// would get; any other OPTIONS is no operation, as without CORS_ORIGINS: 404, before its body is read.
+// An OPTIONS reaching this hook is from an origin not listed: a preflight gets a 403 that says why, any
+// other OPTIONS the 404 of no operation, as without CORS_ORIGINS, before its body is read.
 function refuseForeignPreflights(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   if (request.method !== 'OPTIONS') return done();
   if (request.headers['access-control-request-method'] === undefined) return reply.callNotFound();

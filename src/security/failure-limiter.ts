@@ -1,9 +1,6 @@
-// Slows token guessing from one address (request.ip; per instance, in memory), never refusing a valid
-// token. Past `max` wrong tokens in its window an address's wrong tokens answer 429 and each token new to
-// it waits a turn, one every window/max: about 2 x max guesses a window however many are sent at once,
-// a right token answering no sooner than a wrong one; a token that authenticated from there skips the
-// queue, so a client sharing the guesser's balancer is slowed, never refused. Memory is bounded keeping
-// the worst: addresses below the limit go least recently failed first, blocked ones fewest failures first.
+// Slows token guessing from one address, never refusing a valid token: past `max` wrong tokens in a window
+// its wrong tokens answer 429 and each token new to it waits a turn (one every window/max), but a token that
+// authenticated from there does not, so a client sharing a guesser's balancer is slowed, never refused.
 export interface FailureLimiter {
   /** What the guard holds on an address: undefined, cheaply, for every address without failures. */
   recordOf(address: string): AddressRecord | undefined;
@@ -19,10 +16,7 @@ export interface AddressRecord {
   remember(tokenKey: string): void;
 }
 
-export interface Turn {
-  waitMs: number;
-  done(): void;
-}
+type Turn = { waitMs: number; done(): void };
 
 export const SUSPECTS_LIMIT = 10_000;
 export const OFFENDERS_LIMIT = 10_000;
@@ -33,7 +27,7 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
   const { max, windowMs, now = Date.now } = options;
   const spacingMs = windowMs / Math.max(max, 1);
   const records = new Map<string, Entry>();
-  // The keys of `records` in two tables: below the limit in least-recently-failed order, and blocked.
+  // Bounded memory keeping the worst: below the limit the least recently failed go first, blocked the fewest failures.
   const suspects = new Set<string>();
   const offenders = new Set<string>();
   const forget = (table: Set<string>, address: string) => table.delete(address) && records.delete(address);
@@ -67,18 +61,17 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
 
   // Rare: it takes `max` failures from one address to add an offender. Expired ones go first.
   function makeRoomForOffender(at: number): void {
-    let weakest: Entry | undefined;
-    let weakestAddress = '';
+    let weakest: string | undefined;
     for (const address of offenders) {
       const entry = records.get(address)!;
       if (entry.resetAt <= at && entry.nextTurnAt <= at && entry.inFlight === 0) forget(offenders, address);
-      else if (!weakest || entry.failures < weakest.failures) [weakest, weakestAddress] = [entry, address];
+      else if (weakest === undefined || entry.failures < records.get(weakest)!.failures) weakest = address;
     }
-    if (offenders.size >= OFFENDERS_LIMIT) forget(offenders, weakestAddress);
+    if (offenders.size >= OFFENDERS_LIMIT) forget(offenders, weakest!);
   }
 
   return {
-    recordOf: (address) => (max === 0 ? undefined : records.get(address)),
+    recordOf: (address) => records.get(address),
     recordFailure(address) {
       if (max === 0) return undefined;
       const at = now();

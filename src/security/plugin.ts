@@ -25,6 +25,5 @@ async function security(app: FastifyInstance, options: SecurityOptions): Promise
   await registerRateLimit(app, { ...options.rateLimit, onSkip: app.observability.metrics.rateLimitSkipped });
 }
 
-// After the contract: CORS's preflight route answers Error bodies. After observability: rate-limit
-// checks skipped for want of Redis are counted in /metrics.
+// After the contract (CORS's preflight route answers Error bodies) and observability (/metrics counts skipped checks).
 export default fp(security, { name: 'security', fastify: '5.x', dependencies: ['contract', 'observability'] });

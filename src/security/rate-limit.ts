@@ -1,6 +1,5 @@
-// Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit, a preParsing hook after
-// authentication so the key is the token; with REDIS_URL shared through Redis. A check Redis does not
-// answer within REDIS_TIMEOUT, or while unreachable, is skipped: serving unlimited beats not serving.
+// Per-token request budget with @fastify/rate-limit, after authentication (preParsing) so the key is the token;
+// with REDIS_URL shared, and a check Redis misses (REDIS_TIMEOUT, down) skipped: unlimited beats not serving.
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
@@ -11,7 +10,6 @@ export type RedisSkipReason = 'timeout' | 'unavailable' | 'error';
 export interface RateLimitOptions {
   perMinute?: number;
   redisUrl?: string;
-  /** The longest a request waits for Redis. */
   redisTimeoutMs: number;
   /** Called for each check skipped because Redis failed or was late. */
   onSkip?: (reason: RedisSkipReason) => void;
@@ -45,8 +43,7 @@ return {current, ttl}
 `;
 const WARNING_INTERVAL_MS = 60_000;
 
-// Through the plugin's store interface, not its `redis` option: under skipOnError the plugin drops a
-// store's error without a word, and each skipped check must reach /metrics and the log.
+// A store of our own, not the plugin's `redis` option, which drops an error silently: each skip reaches /metrics.
 async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: timeoutMs, onSkip }: RateLimitOptions) {
   const { Redis, ReplyError } = await import('ioredis'); // loaded only when REDIS_URL asks for it
   const redis = new Redis(url, {

@@ -1,12 +1,10 @@
-// The logic of `npm run token -- create|list|revoke`: issue, show and revoke API tokens in the store
-// named by DATABASE_URL. Only a token's hash is stored; create prints the token once, as its last
-// line, so scripts can take it with `tail -n 1`.
+// `npm run token -- create|list|revoke` on the store of DATABASE_URL, which keeps only hashes: create
+// prints the token once, as its last line, for scripts to take with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { parseDuration } from '../duration.ts';
 import { TokenNameTakenError, UnstorableTextError, type PlantStore } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
-import { ALL_SCOPES } from './scopes.ts';
-import { tokenStatus } from './verifier.ts';
+import { ALL_SCOPES, tokenStatus } from './verifier.ts';
 
 export interface CliContext {
   store: PlantStore;
@@ -25,16 +23,18 @@ create prints the new token once, as its last line. Without --scope a token gets
 --expires takes a duration: 90m, 12h, 30d or 8w.`;
 
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
-const CREATE_OPTIONS: ParseArgsOptionsConfig = { name: { type: 'string' }, scope: { type: 'string', multiple: true }, expires: { type: 'string' } };
+const CREATE_OPTIONS: ParseArgsOptionsConfig = {
+  name: { type: 'string' },
+  scope: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+};
 
 class UsageError extends Error {}
-
-type Command = (args: string[], context: CliContext) => Promise<number>;
 
 /** Runs one command; answers the process exit code (0 done, 1 refused, 2 usage). */
 export async function runTokenCommand(argv: readonly string[], context: CliContext): Promise<number> {
   const [command, ...rest] = argv;
-  const commands: Record<string, Command> = { create, list, revoke };
+  const commands: Record<string, typeof create> = { create, list, revoke };
   try {
     if (command === undefined || !Object.hasOwn(commands, command)) {
       throw new UsageError(command === undefined ? 'Name a command.' : `Unknown command "${command}".`);

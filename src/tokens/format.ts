@@ -1,6 +1,5 @@
-// Issued token format: `pst_` + 43 base62 characters of 32 random bytes + 6 base62 characters of
-// their CRC-32. The prefix lets secret scanners spot a leaked token; the checksum refuses a
-// mistyped one without a store lookup.
+// Issued tokens: `pst_`, 43 base62 characters of 32 random bytes, 6 of their CRC-32. The prefix lets secret
+// scanners spot a leak; the checksum refuses a mistyped token without a store lookup.
 import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 

@@ -1,10 +1,8 @@
-// Whether a bearer token is one we issued or were configured with, and what it may do: checked through
-// its SHA-256 (static ones in constant time), then answered by its text while the answer stands (a static
-// token's for good, the store's for cacheTtlMs: revocation reaches every instance that soon).
+// Whether a token is valid and what it may do: checked by its SHA-256, then answered by its text while that
+// stands (a static token's for good, the store's for cacheTtlMs: revocation reaches every instance that soon).
 import { timingSafeEqual } from 'node:crypto';
 import type { PlantStore, TokenRecord } from '../store/types.ts';
 import { hasValidChecksum, hashToken } from './format.ts';
-import { ALL_SCOPES } from './scopes.ts';
 
 export interface Principal {
   /** Stable key for per-token rate limits, the same on every instance: a prefix of the token's SHA-256. */
@@ -18,7 +16,6 @@ export interface VerifierOptions {
   staticTokens: readonly string[];
   store: PlantStore;
   cacheTtlMs?: number;
-  lastUsedFlushMs?: number;
   now?: () => number;
 }
 
@@ -28,7 +25,7 @@ const ANSWERS_LIMIT = 10_000;
 export type TokenVerifier = ReturnType<typeof createTokenVerifier>;
 
 export function createTokenVerifier(options: VerifierOptions) {
-  const { store, cacheTtlMs = 2_000, lastUsedFlushMs = 10_000, now = Date.now } = options;
+  const { store, cacheTtlMs = 2_000, now = Date.now } = options;
   const staticDigests = options.staticTokens.map((token) => Buffer.from(hashToken(token), 'hex'));
   const staticPrincipals = options.staticTokens.map((token, index) =>
     Object.freeze({ key: keyOfToken(token), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
@@ -36,7 +33,7 @@ export function createTokenVerifier(options: VerifierOptions) {
   // Unknown tokens too: a flood of one bad token costs one store lookup per cacheTtlMs.
   const answers = new Map<string, { principal: Principal | undefined; until: number; recordId?: number }>();
   const lastUsed = new Map<number, number>();
-  const flushTimer = setInterval(() => flush().catch(() => undefined), lastUsedFlushMs).unref();
+  const flushTimer = setInterval(() => flush().catch(() => undefined), 10_000).unref();
 
   // Last-use times are written in batches, never once per request.
   async function flush(): Promise<void> {
@@ -81,6 +78,14 @@ export function createTokenVerifier(options: VerifierOptions) {
     return flush();
   };
   return { verify, flush, close };
+}
+
+/** Granted to static tokens and the first-start token: every scope, present and future. */
+export const ALL_SCOPES = '*';
+
+/** The scopes of `required` that `granted` lacks (empty when it may proceed). */
+export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {
+  return granted.includes(ALL_SCOPES) ? [] : required.filter((scope) => !granted.includes(scope));
 }
 
 /** Whether a stored token may be used at `now` (milliseconds since the epoch). */
