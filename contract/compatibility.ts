@@ -1,4 +1,4 @@
-// The backward-compatibility gate (npm run compat, test/compatibility.test.ts): what in openapi.yaml would break a client generated
+// The backward-compatibility gate (npm run compat, test/contract/compatibility.test.ts): what in openapi.yaml would break a client generated
 // from the published contract, contract/published-1.0.0.yaml. Written here because the maintained diff
 // tools either refuse OpenAPI 3.1 or compare allOf positionally and miss changes behind a $ref.
 import { readFile } from 'node:fs/promises';

@@ -8,8 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
-import { int64FieldNames } from '../src/contract/operation-facts.ts';
+import { ContradictoryContractError, resolve } from '../src/contract/operation-facts.ts';
 import { checkSpecification, generatedHeader } from '../src/contract/specification.ts';
+import { parseSpecification } from '../src/spec-path.ts';
 
 export const SPEC_URL = new URL('../openapi.yaml', import.meta.url);
 export const TYPES_URL = new URL('../src/generated/openapi.ts', import.meta.url);
@@ -21,7 +22,7 @@ export const CLIENT_INT64_FIELDS_URL = new URL('../packages/client/src/int64-fie
 /** The TypeScript source that openapi.yaml implies; int64 becomes bigint, as the JSON parser delivers it. */
 export async function renderTypes(text?: string): Promise<string> {
   text ??= await readFile(SPEC_URL, 'utf8');
-  await checkSpecification(text);
+  await checkSpecification(parseSpecification(text));
   const ast = await openapiTS(text, {
     transform(schema) {
       if (schema.format === 'int64') return ts.factory.createKeywordTypeNode(ts.SyntaxKind.BigIntKeyword);
@@ -73,4 +74,31 @@ export function buildClient(signal?: AbortSignal): Promise<void> {
     build.once('error', reject);
     build.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`the client package's build failed:\n${output.trimEnd()}`))));
   });
+}
+
+/** Every property name declared `format: int64` anywhere, sorted: the client reads by name alone, so a name int64 in one place and another number elsewhere is refused. */
+export function int64FieldNames(specification: object): string[] {
+  const document = specification as Record<string, unknown>;
+  const int64 = new Set<string>();
+  const otherNumbers = new Set<string>();
+  for (const [name, declared] of properties(document)) {
+    const schema = resolve(document, declared);
+    if (schema.format === 'int64') int64.add(name);
+    else if (schema.type === 'integer' || schema.type === 'number') otherNumbers.add(name);
+  }
+  const clash = [...int64].find((name) => otherNumbers.has(name));
+  if (clash !== undefined) {
+    throw new ContradictoryContractError(
+      `openapi.yaml: the property "${clash}" is int64 in one schema and another number in another; the client reads a number as bigint by its name alone, so rename one of them.`,
+    );
+  }
+  return [...int64].sort();
+}
+
+/** Every property of every schema in the document, its name and its schema; examples left out. */
+function* properties(node: unknown): Generator<[string, unknown]> {
+  if (typeof node !== 'object' || node === null) return;
+  const own = (node as Record<string, unknown>).properties;
+  if (typeof own === 'object' && own !== null && !Array.isArray(own)) yield* Object.entries(own);
+  for (const [key, child] of Object.entries(node)) if (key !== 'example' && key !== 'examples') yield* properties(child);
 }

@@ -2,7 +2,7 @@
 // suite gives it, outside tap, on a fresh SQLite store in a temporary directory.
 //   FUZZ_RUNS    generated requests (default 20000)
 //   FUZZ_SEED    replay a run; random by default, and always printed
-//   FUZZ_STRICT  1: fail on the known issues too (each has a todo test in test/hostile-input.test.ts)
+//   FUZZ_STRICT  1: fail on the known issues too (each has a todo test in test/contract/hostile-input.test.ts)
 // Exits 1 on a counterexample, with fast-check's shrunk request and the seed to replay it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,12 +1,11 @@
-// buildApp: the whole HTTP service on a given store, ready to inject or listen. No listen here.
-// Each concern is a plugin that names the plugins it needs; Fastify checks that order at boot.
+// buildApp: the whole HTTP service on a given store, ready to inject or listen; each concern a plugin naming those it needs.
 import type { Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
 import type { ServiceHandlers } from './contract/operations.ts';
-import routes from './contract/routes.ts';
+import routes, { securityHooks } from './contract/routes.ts';
 import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
@@ -88,7 +87,16 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(app.observability.metrics),
   };
-  await app.register(routes, { specification, handlers });
+  await app.register(routes, {
+    specification,
+    handlers,
+    // What each route gets from its operation's facts, from the plugins that know how.
+    routeOptionsFor: (facts, handler) => ({
+      ...app.shedding(facts, handler),
+      onRequest: securityHooks(facts, { bearerAuth: app.bearerAuth.hookFor }),
+      compress: app.compressionFor(facts),
+    }),
+  });
   return app;
 }
 
@@ -96,8 +104,7 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
   return {
     logger: loggerOptions(config.logLevel, redact, logStream),
     genReqId: requestIds(redact),
-    // request.ip, the address in logs and in the failed-authentication guard, is then the
-    // client's as the trusted proxies report it in X-Forwarded-For.
+    // request.ip (logs, the failed-authentication guard) is then the client's, as trusted proxies report it.
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
@@ -118,9 +125,7 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
   };
 }
 
-// Fastify 5.12.1 made a numeric trustProxy trust nothing (a hop count cannot tell the proxy from
-// a direct client, GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps its proxy-addr meaning, the n
-// nearest hops, for deployments that only the proxies can reach, as README says.
+// Fastify 5.12.1 made a numeric trustProxy trust nothing (GHSA-3m5p-2c4r-xxw2); TRUST_PROXY=<n> keeps the n nearest hops, as README says.
 function trustProxyOption(trustProxy: AppDependencies['config']['trustProxy']): NonNullable<FastifyHttpOptions<Server>['trustProxy']> {
   if (typeof trustProxy !== 'number') return trustProxy;
   return (_address: string, hop: number) => hop < trustProxy;

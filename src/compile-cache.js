@@ -1,20 +1,22 @@
-// Where Node's module compile cache may live: a directory only this user can write, or nowhere.
-// Node uses whatever it finds in the cache directory (entries are checked by CRC32 only), so a
-// directory another local user created or can write lets them run code as the service (issue 24).
-// JavaScript, not TypeScript: entry.js loads it before the cache (and the type stripper) is on.
+// Where Node's compile cache may live: a directory only this user can write, or nowhere, since Node runs whatever
+// it finds there (entries are checked by CRC32 only). JavaScript: entry.js loads it before the type stripper is on.
 import { lstatSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 
 /**
- * The cache directory to use: $XDG_CACHE_HOME/plant-store, else ~/.cache/plant-store, else (no home,
- * or a read-only one, as in a container) <tmpdir>/plant-store-compile-cache-<uid>; each created 0700.
+ * $XDG_CACHE_HOME/plant-store, else ~/.cache/plant-store, else <tmpdir>/plant-store-compile-cache-<uid>, created 0700;
  * `refused` says why none is used when the one found belongs to someone else or others can write it.
  * @returns {{ dir?: string, refused?: string }}
  */
 export function privateCacheDir(env = process.env) {
   const uid = process.getuid?.();
-  for (const dir of candidates(env, uid)) {
+  const places = [];
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) places.push(join(env.XDG_CACHE_HOME, 'plant-store'));
+  else if (env.HOME && isAbsolute(env.HOME)) places.push(join(env.HOME, '.cache', 'plant-store'));
+  // Shared temp directories are sticky: a directory this user created there is safe once checked.
+  if (uid !== undefined) places.push(join(tmpdir(), `plant-store-compile-cache-${uid}`));
+  for (const dir of places) {
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch {
@@ -24,16 +26,6 @@ export function privateCacheDir(env = process.env) {
     return problem ? { refused: `${dir} ${problem}` } : { dir };
   }
   return {};
-}
-
-/** @returns {string[]} */
-function candidates(env, uid) {
-  const places = [];
-  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) places.push(join(env.XDG_CACHE_HOME, 'plant-store'));
-  else if (env.HOME && isAbsolute(env.HOME)) places.push(join(env.HOME, '.cache', 'plant-store'));
-  // Shared temp directories are sticky: a directory this user created there is safe once checked.
-  if (uid !== undefined) places.push(join(tmpdir(), `plant-store-compile-cache-${uid}`));
-  return places;
 }
 
 /** Why `dir` must not be used, or undefined; lstat, so that a symbolic link planted there is refused. */

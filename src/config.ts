@@ -1,8 +1,7 @@
-// Environment -> typed, validated configuration. Each variable is declared once, in ENVIRONMENT: its type,
-// default and meaning. env-schema checks and fills it in; a bad value stops the start with one line.
-import { isIP } from 'node:net';
+// Environment -> typed, validated configuration: each variable declared once (type, default, meaning), checked by env-schema.
 import type { ErrorObject, KeywordDefinition } from 'ajv';
 import envSchema from 'env-schema';
+import ipaddr from 'ipaddr.js';
 import type { ExtendedJSONSchema, FromExtendedSchema } from 'json-schema-to-ts';
 import { parseDuration } from './duration.ts';
 
@@ -93,9 +92,7 @@ const parseKeyword: KeywordDefinition = {
   },
 };
 
-/** A variable declared with `parse: P` is typed as what that parser reads. */
 type Reads<P extends Parser> = { pattern: { parse: P }; output: NonNullable<ReturnType<(typeof PARSERS)[P]['read']>> };
-/** Each variable as env-schema leaves it: defaults filled in, parsed ones read. */
 type Environment = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
   deserialize: [Reads<'duration'>, Reads<'deadline'>, Reads<'schedule'>, Reads<'tokens'>, Reads<'origins'>, Reads<'trustProxy'>];
 }>;
@@ -189,7 +186,7 @@ function parseSchedule(list: string): number[] | undefined {
   return delays.every((ms) => ms !== undefined) ? delays : undefined;
 }
 
-// Zero would mean no deadline at all to pg, and past 24.8 days Node's timers fire at once.
+// Zero would mean no deadline to pg, and past 24.8 days Node's timers fire at once.
 function parseDeadline(text: string): number | undefined {
   const ms = parseDuration(text);
   return ms !== undefined && ms >= 1 && ms <= 86_400_000 ? ms : undefined;
@@ -214,16 +211,13 @@ function parseTrustProxy(text: string): boolean | number | string[] | undefined 
   return entries.every((entry) => NAMED_RANGES.has(entry) || isAddressOrCidr(entry)) ? entries : undefined;
 }
 
-// Strict dotted quads and IPv6 (node:net), not the '10.1' shorthands ipaddr.js also accepts.
+// ipaddr.js, as proxy-addr reads them, but strict dotted quads: not the '10.1' shorthands its plain parser accepts.
 function isAddressOrCidr(entry: string): boolean {
-  const [address = '', prefix, ...rest] = entry.split('/');
-  const family = isIP(address);
-  if (family === 0 || rest.length > 0) return false;
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  const { IPv4, IPv6 } = ipaddr;
+  return IPv4.isValidFourPartDecimal(entry) || IPv4.isValidCIDRFourPartDecimal(entry) || IPv6.isValid(entry) || IPv6.isValidCIDR(entry);
 }
 
-// Browsers send Origin serialized exactly as URL.origin does, and it is matched exactly: an entry
-// with a path, a trailing slash, upper case or a default port would never match, so it is refused.
+// Origins are matched exactly as browsers serialize them (URL.origin): an entry that never could match is refused.
 function parseOrigins(list: string): string[] | undefined {
   const origins = list.split(',').map((origin) => origin.trim()).filter(Boolean);
   return origins.every(isSerializedOrigin) ? origins : undefined;

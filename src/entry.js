@@ -1,11 +1,6 @@
-// Process entry: turns on Node's module compile cache, then runs server.ts.
-// The cache (type-stripped sources and V8 code, in a directory only this user can write: see
-// compile-cache.js) halves every start after the first, and a start whose modules all come from it never loads Node's type
-// stripper, a WebAssembly compiler of 19 MB. That is why this one file is JavaScript: the entry
-// is read before any cache can be on, so a TypeScript entry would load the stripper every time.
-// Where no such directory can be had, or Node cannot write it, the service starts without a cache.
-// `npm start` runs this with `exec node ...`: npm starts its script through `sh -c`, and without
-// `exec` the shell stays between npm and Node, so the signals npm forwards never reach the server.
+// Process entry: turns on Node's compile cache, then runs server.ts. JavaScript, because the entry is read
+// before any cache is on: a TypeScript one would load Node's type stripper at every start (docs/performance.md, "Start").
+// `npm start` runs it with `exec`, so that the signals npm forwards reach Node rather than a shell between them.
 // The default import (not `{ enableCompileCache }`) lets an older Node read this far and say so.
 import nodeModule from 'node:module';
 import { privateCacheDir } from './compile-cache.js';

@@ -1,9 +1,8 @@
-// The process: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT.
-// Started through entry.js, which turns on Node's compile cache first.
+// The process: configuration -> store -> app -> listen, and a clean stop on SIGTERM/SIGINT (started by entry.js).
 import { buildApp } from './app.ts';
 import { readSpecification, SpecificationError } from './spec-path.ts';
 import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
-import { checkSpecificationAtStart, fromSchemaCompiler } from './contract/specification.ts';
+import { checkSpecificationAtStart } from './contract/specification.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
@@ -11,71 +10,58 @@ import { ensureFirstToken } from './tokens/bootstrap.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const { shutdownDelayMs, shutdownMs } = config.timeouts;
   // Before the store opens: a contract that cannot be served, or kept by the store, must not migrate the database either.
   await checkSpecificationAtStart();
   checkPlantFields(readSpecification());
   const store = await openStore(config.databaseUrl, {
     ...storeOptions(config),
-    onConnectionError: reportConnectionError,
-    onLockWait: reportLockWait,
+    onConnectionError: (error, retryInMs) => warn(retryInMs === undefined ? 'database connection lost' : `database unreachable; retrying in ${retryInMs} ms`, error),
+    onLockWait: (error) => warn(`another process holds the SQLite write lock; writes wait for it up to ${LOCK_WAIT_MS / 1000} s, then answer 503`, error),
   });
   const app = await buildApp({ config, store });
 
-  // `on`, not `once`: a second signal must not kill the process mid-stop with Node's default action.
-  // Ctrl-C on `npm start` delivers SIGINT twice (from the terminal, and forwarded by npm), and so
-  // does a supervisor signalling the whole process group; SHUTDOWN_TIMEOUT bounds the stop anyway.
-  // SIGTERM (an orchestrator) first drains for SHUTDOWN_DELAY; SIGINT (Ctrl-C) stops at once, and
-  // also cuts short a delay under way.
+  // `on`, not `once`: Ctrl-C on `npm start` delivers SIGINT twice, and a second one must not kill the stop.
+  // SIGTERM (an orchestrator) drains for SHUTDOWN_DELAY first; SIGINT stops at once, cutting a delay short.
   let delay: NodeJS.Timeout | undefined;
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) return app.log.info({ signal }, 'already shutting down');
-      if (signal === 'SIGINT' || config.timeouts.shutdownDelayMs === 0) return stop(signal);
+      if (signal === 'SIGINT' || shutdownDelayMs === 0) return stop(signal);
       if (delay !== undefined) return app.log.info({ signal }, 'already draining');
-      drain(signal);
+      // Readiness fails, so balancers take the instance out at their next check, while everything is served as usual.
+      app.log.info({ signal, delayMs: shutdownDelayMs }, 'draining: readiness fails, serving goes on until SHUTDOWN_DELAY is over');
+      app.lifecycle.drain();
+      delay = setTimeout(() => stop(signal), shutdownDelayMs);
     });
   }
 
-  // Readiness fails at once, so that balancers and Kubernetes take the instance out, while every
-  // request, new connections included, is served as usual: balancers notice only at their next
-  // health check, and Kubernetes removes the endpoint while it sends SIGTERM, not before.
-  function drain(signal: NodeJS.Signals): void {
-    app.log.info({ signal, delayMs: config.timeouts.shutdownDelayMs }, 'draining: readiness fails, serving goes on until SHUTDOWN_DELAY is over');
-    app.lifecycle.drain();
-    delay = setTimeout(() => stop(signal), config.timeouts.shutdownDelayMs);
-  }
-
-  // New connections are refused (the listener closes first); requests in flight, and those still
-  // arriving on open connections, are served with Connection: close; idle keep-alive connections
-  // close after a short grace (lifecycle.ts); the webhook dispatcher stops; the store closes last,
-  // since closing the app still writes (last-use times of tokens). Past SHUTDOWN_TIMEOUT
-  // (counted from here): exit 1.
+  // The listener closes first, then the app drains (lifecycle.ts), then the store: closing the app still writes.
   function stop(signal: NodeJS.Signals): void {
     stopping = true;
     clearTimeout(delay);
     setTimeout(() => {
-      app.log.error({ timeoutMs: config.timeouts.shutdownMs }, 'shutdown timed out; exiting anyway');
+      app.log.error({ timeoutMs: shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
-    }, config.timeouts.shutdownMs).unref();
-    // The listener closes before app.close(), from which on every answer says Connection: close.
+    }, shutdownMs).unref();
     app.lifecycle
       .stopAccepting()
       .then(() => {
-        app.log.info({ signal, timeoutMs: config.timeouts.shutdownMs }, 'shutting down');
+        app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
         return app.close();
       })
       .then(() => store.close())
       .then(
-      () => {
-        app.log.info('stopped cleanly');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        app.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+        () => {
+          app.log.info('stopped cleanly');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          app.log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   }
 
   await app.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
@@ -90,13 +76,7 @@ async function main(): Promise<void> {
 }
 
 // Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs.
-function reportConnectionError(error: Error, retryInMs?: number): void {
-  const msg = retryInMs === undefined ? 'database connection lost' : `database unreachable; retrying in ${retryInMs} ms`;
-  process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
-}
-
-function reportLockWait(error: Error): void {
-  const msg = `another process holds the SQLite write lock; writes wait for it up to ${LOCK_WAIT_MS / 1000} s, then answer 503`;
+function warn(msg: string, error: Error): void {
   process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
 }
 
@@ -117,7 +97,7 @@ function announceFirstToken(token: string, config: Config): void {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`plant-store failed to start: ${describeBootFailure(fromSchemaCompiler(error))}\n`);
+  process.stderr.write(`plant-store failed to start: ${describeBootFailure(error)}\n`);
   process.exit(1);
 });
 

@@ -1,5 +1,4 @@
-// Where the contract lives, and the contract read once per process; a module of its own so that
-// small entry points need not load the app.
+// Where the contract lives, and the contract read once per process; its own module, so small entry points need not load the app.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parse, YAMLParseError } from 'yaml';
@@ -11,23 +10,15 @@ let specification: Record<string, unknown> | undefined;
 
 /** openapi.yaml exactly as written, read on first use: what GET /openapi.yaml serves. */
 export function readSpecificationText(): string {
-  text ??= readFileSync(SPEC_PATH, 'utf8');
-  return text;
+  return (text ??= readFileSync(SPEC_PATH, 'utf8'));
 }
 
-/**
- * openapi.yaml cannot be read as a contract, or it and the code disagree: the message is one line that
- * names the file to change and what to change, which the start prints without a stack trace.
- */
+/** openapi.yaml cannot be read as a contract, or it and the code disagree: a one-line message naming what to change, printed without a stack. */
 export class SpecificationError extends Error {}
 
-/**
- * openapi.yaml as an object, parsed on first use; an integer a double cannot hold (an int64 example
- * above 2^53) is a bigint, every digit kept. Shared: callers that change it must copy it first.
- */
+/** openapi.yaml as an object, parsed on first use (see parseSpecification); shared: callers that change it copy it first. */
 export function readSpecification(): Record<string, unknown> {
-  specification ??= parseSpecification(readSpecificationText());
-  return specification;
+  return (specification ??= parseSpecification(readSpecificationText()));
 }
 
 /** A copy of the parsed contract for tools that work through JSON (which throws on a bigint): an int64 example as a double. */
@@ -35,10 +26,7 @@ export function withNumbers(value: unknown): Record<string, unknown> {
   return JSON.parse(JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? Number(item) : item))) as Record<string, unknown>;
 }
 
-/**
- * The text of openapi.yaml as an object, as readSpecification reads it: each integer a number where a
- * double holds it, a bigint beyond. Text that is no YAML is a SpecificationError.
- */
+/** openapi.yaml's text as an object: each integer a number where a double holds it, a bigint beyond; text that is no YAML is a SpecificationError. */
 export function parseSpecification(text: string): Record<string, unknown> {
   const lineCounter = new LineCounter();
   try {

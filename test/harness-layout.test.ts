@@ -53,13 +53,23 @@ t.test('npm run test:quick runs the test files that start no process, npm test a
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; tap: { include: string[] } };
   t.equal(pkg.scripts['test:quick'], 'node scripts/test-quick.ts');
   t.match(pkg.scripts.test!, /&& tap$/, 'npm test ends with a plain tap: every file of its include');
-  // quickTestFiles() lists test/*.test.ts, so a test file deeper down would be run by npm test only.
-  t.same(sources('test').filter((file) => file.endsWith('.test.ts') && dirname(file) !== 'test'), [], 'every test file sits directly in test/');
   t.same(pkg.tap.include, ['test/**/*.test.ts']);
+  t.same(testFiles(), sources('test').filter((file) => file.endsWith('.test.ts')), 'test:quick chooses among every test file npm test runs');
   const quick = quickTestFiles();
-  t.ok(quick.includes('test/auth.test.ts'), 'an in-process test is quick');
-  t.notOk(quick.includes('test/chaos-postgres.test.ts'), 'a test reaching a process starter through the harness is not');
-  t.match(processStartersReached(join(REPO_ROOT, 'test/chaos-postgres.test.ts')), ['test/harness/process.ts imports node:child_process']);
+  t.ok(quick.includes('test/security/auth.test.ts'), 'an in-process test is quick');
+  t.notOk(quick.includes('test/system/chaos-postgres.test.ts'), 'a test reaching a process starter through the harness is not');
+  t.match(processStartersReached(join(REPO_ROOT, 'test/system/chaos-postgres.test.ts')), ['test/harness/process.ts imports node:child_process']);
   t.ok(quick.length > 0 && quick.length < testFiles().length);
   for (const file of Object.keys(SLOW)) t.ok(testFiles().includes(file), `${file}, listed as slow, exists`);
+});
+
+t.test('test/ mirrors src/: a test sits in the folder of the src/ concern it tests; system tests, which start processes, in test/system/', async (t) => {
+  const concerns = new Set([...readdirSync(join(REPO_ROOT, 'src'), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name), 'client']);
+  const quick = new Set(quickTestFiles());
+  for (const file of testFiles()) {
+    const folder = dirname(file).slice('test/'.length);
+    if (folder === 'system') t.ok(!quick.has(file) && !(file in SLOW), `${file} starts a process`);
+    else t.ok(quick.has(file) || file in SLOW, `${file} starts no process (else it belongs in test/system/)`);
+    t.ok(folder === 'system' || folder === '' || concerns.has(folder), `${file}: test/${folder}/ names a folder of src/ (or packages/client)`);
+  }
 });

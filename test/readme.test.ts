@@ -7,7 +7,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
 import { ENVIRONMENT, loadConfig } from '../src/config.ts';
 import { REPO_ROOT } from './harness/paths.ts';
-import { readmeBlock } from './readme-blocks.ts';
+import { readmeBlock } from './harness/readme-blocks.ts';
 
 /** Every link target of a Markdown text: inline links and images, reference definitions, autolinks. */
 function markdownLinks(markdown: string): string[] {

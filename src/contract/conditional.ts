@@ -1,5 +1,4 @@
-// Conditional request headers (RFC 9110 §13): If-Match uses the strong comparison,
-// If-None-Match the weak one. A malformed list is refused rather than guessed at.
+// Conditional request headers (RFC 9110 §13): If-Match compares strongly, If-None-Match weakly; a malformed list is refused.
 import { HttpError } from './errors.ts';
 
 const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
@@ -9,11 +8,7 @@ interface EntityTag {
   opaque: string;
 }
 
-/**
- * `*`, or the entity tags of the header; throws a 400 naming the header when it is malformed.
- * The field is a `#entity-tag` list (RFC 9110 §13.1.1-2), so empty elements are ignored
- * (§5.6.1) and an empty value is an empty list: it names no tag.
- */
+/** `*`, or the header's entity tags (a `#entity-tag` list: empty elements ignored, §5.6.1); a 400 naming the header when malformed. */
 function parseEntityTags(name: string, header: string): '*' | EntityTag[] {
   if (header.trim() === '*') return '*';
   return header

@@ -1,10 +1,6 @@
-// Exact integers for validation. Ajv only knows JS numbers, which cannot hold every int64 and
-// cannot tell `1000` from `1e3`. So before compiling, every `type: integer` in a request schema
-// becomes the `exactInteger` keyword below, which checks BigInt values against the exact range
-// of the declared format and leaves int64 values as BigInt (others as Number) for the handler.
-// In a body every integer literal arrives as a BigInt, so a `type: number` becomes `exactNumber`,
-// which hands Ajv's own number keywords (minimum, multipleOf...) a Number, or refuses the literal
-// when a double cannot hold it exactly: an accepted value is never stored as another.
+// Exact integers for validation: Ajv's numbers cannot hold every int64 nor tell `1000` from `1e3`, so each request
+// schema's `type: integer` becomes `exactInteger` (BigInt against the format's exact range) and, in a body, where
+// integer literals arrive as BigInt, `type: number` becomes `exactNumber`: a value is never stored as another.
 import type { KeywordDefinition, SchemaValidateFunction } from 'ajv';
 import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 
@@ -27,16 +23,12 @@ const RANGE_KEYWORDS = ['type', 'format', 'minimum', 'maximum', 'exclusiveMinimu
 
 type SchemaNode = Record<string, unknown>;
 
-/** A copy of a request schema with every integer rewritten to `exactInteger`. */
-export function withExactIntegers<T>(schema: T, source: IntegerSource): T {
-  return rewrite(schema, source) as T;
-}
-
-function rewrite(node: unknown, source: IntegerSource): unknown {
-  if (Array.isArray(node)) return node.map((item) => rewrite(item, source));
+/** A copy of a request schema with every integer rewritten to `exactInteger` (and, in a body, every number to `exactNumber`). */
+export function withExactIntegers<T>(node: T, source: IntegerSource): T {
+  if (Array.isArray(node)) return node.map((item: unknown) => withExactIntegers(item, source)) as T;
   if (typeof node !== 'object' || node === null) return node;
   const copy: SchemaNode = {};
-  for (const [key, value] of Object.entries(node)) copy[key] = rewrite(value, source);
+  for (const [key, value] of Object.entries(node)) copy[key] = withExactIntegers(value, source);
   if (Array.isArray(copy.type) && copy.type.includes('integer')) {
     throw new Error('Request schemas with a type list that includes "integer" are not supported.');
   }
@@ -47,13 +39,13 @@ function rewrite(node: unknown, source: IntegerSource): unknown {
   if (source === 'json' && copy.type === 'number') {
     delete copy.type;
     copy.exactNumber = true;
-    return copy;
+    return copy as T;
   }
-  if (copy.type !== 'integer') return copy;
+  if (copy.type !== 'integer') return copy as T;
   const spec = integerSpec(copy, source);
   for (const keyword of RANGE_KEYWORDS) delete copy[keyword];
   copy.exactInteger = spec;
-  return copy;
+  return copy as T;
 }
 
 function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec {
@@ -73,27 +65,28 @@ const validateExactInteger: SchemaValidateFunction = (spec: ExactIntegerSpec, da
   const value = toBigInt(data, spec.source);
   if (value === undefined) {
     const noFraction = typeof data === 'number' ? ' written without fraction or exponent' : '';
-    return refuse(`must be an integer${noFraction}`, { type: 'integer' });
+    return refused(validateExactInteger, `must be an integer${noFraction}`, { type: 'integer' });
   }
   const [min, max] = boundsOf(spec);
-  if (value < min) return refuse(`must be >= ${spec.min}`, { limit: spec.min });
-  if (value > max) return refuse(`must be <= ${spec.max}`, { limit: spec.max });
-  if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
-    (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = spec.asBigInt
-      ? value
-      : Number(value);
-  }
-  return true;
+  if (value < min) return refused(validateExactInteger, `must be >= ${spec.min}`, { limit: spec.min });
+  if (value > max) return refused(validateExactInteger, `must be <= ${spec.max}`, { limit: spec.max });
+  return handOn(context, spec.asBigInt ? value : Number(value));
 };
 
-// A function of its own rather than a closure made on every validation, most of which pass.
-function refuse(message: string, params: Record<string, unknown>): false {
-  validateExactInteger.errors = [{ keyword: 'exactInteger', message, params }];
+/** Puts the checked value where the parsed one was, for the handler; true. */
+function handOn(context: Parameters<SchemaValidateFunction>[3], value: unknown): true {
+  if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
+    (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = value;
+  }
+  return true;
+}
+
+function refused(validate: SchemaValidateFunction, message: string, params: Record<string, unknown>): false {
+  validate.errors = [{ keyword: validate === validateExactInteger ? 'exactInteger' : 'exactNumber', message, params }];
   return false;
 }
 
-// The bounds stay strings in the schema (Ajv serializes schemas, and JSON has no BigInt); parsing
-// them on every validation was two BigInt parses per integer field per request.
+// The bounds stay strings in the schema (Ajv serializes schemas); parsed once per schema, not per request.
 const bounds = new WeakMap<ExactIntegerSpec, [bigint, bigint]>();
 
 function boundsOf(spec: ExactIntegerSpec): [bigint, bigint] {
@@ -113,34 +106,13 @@ function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
 // Runs before Ajv's number keywords (they are grouped after the untyped ones) and before const and enum.
 const validateExactNumber: SchemaValidateFunction = (_spec: true, data, _schema, context) => {
   if (typeof data === 'number') return true;
-  if (typeof data !== 'bigint') return refuseNumber('must be number', { type: 'number' });
+  if (typeof data !== 'bigint') return refused(validateExactNumber, 'must be number', { type: 'number' });
   const value = Number(data);
   // 9007199254740993 would become ...992: refused rather than stored as a number the client never sent.
-  if (BigInt(value) !== data) return refuseNumber(`must be a number a double holds exactly; ${data} would be stored as ${BigInt(value)}`, { limit: String(data) });
-  if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
-    (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = value;
-  }
-  return true;
+  if (BigInt(value) !== data) return refused(validateExactNumber, `must be a number a double holds exactly; ${data} would be stored as ${BigInt(value)}`, { limit: String(data) });
+  return handOn(context, value);
 };
 
-function refuseNumber(message: string, params: Record<string, unknown>): false {
-  validateExactNumber.errors = [{ keyword: 'exactNumber', message, params }];
-  return false;
-}
-
-export const exactNumberKeyword: KeywordDefinition = {
-  keyword: 'exactNumber',
-  modifying: true,
-  errors: true,
-  schemaType: 'boolean',
-  before: 'const',
-  validate: validateExactNumber,
-};
-
-export const exactIntegerKeyword: KeywordDefinition = {
-  keyword: 'exactInteger',
-  modifying: true,
-  errors: true,
-  schemaType: 'object',
-  validate: validateExactInteger,
-};
+const MODIFYING = { modifying: true, errors: true } as const;
+export const exactNumberKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactNumber', schemaType: 'boolean', before: 'const', validate: validateExactNumber };
+export const exactIntegerKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactInteger', schemaType: 'object', validate: validateExactInteger };

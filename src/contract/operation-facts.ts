@@ -1,8 +1,5 @@
-// What openapi.yaml says of each operation, read once at start: the facts its route is built from
-// (which token it needs, whether its answers are compressed, whether it reads pages that take turns,
-// whether it is answered under pressure), and the JSON fields the client reads as bigint. Each comes
-// from what the contract already states; where OpenAPI has no word, from one `x-` extension on the
-// operation. The rules are listed in docs/architecture.md, "What an operation gets from openapi.yaml".
+// What openapi.yaml says of each operation, read once at start: the facts its route is built from; where
+// OpenAPI has no word, one `x-` extension (docs/architecture.md).
 import { SpecificationError } from '../spec-path.ts';
 
 /** OpenAPI's security requirement: each scheme's name with the scopes it needs. */
@@ -18,6 +15,10 @@ export interface OperationFacts {
   readonly pageRead: boolean;
   /** Marked `x-answered-under-pressure: true`: answered even while the instance sheds load. */
   readonly answeredUnderPressure: boolean;
+  /** The media types its request body may have. */
+  readonly requestMediaTypes: readonly string[];
+  /** The media types of its answers. */
+  readonly responseMediaTypes: readonly string[];
 }
 
 /** The one extension: OpenAPI cannot say that an operation must answer while the instance is overloaded. */
@@ -29,12 +30,9 @@ export class ContradictoryContractError extends SpecificationError {}
 type Node = Record<string, unknown>;
 
 /** The keys of a path item that are operations. */
-export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-/**
- * The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId,
- * which names its handler: an operation without one, or an operationId given twice, is refused.
- */
+/** The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId, which names its handler. */
 export function deriveOperationFacts(specification: object): Map<string, OperationFacts> {
   const document = specification as Node;
   const facts = new Map<string, OperationFacts>();
@@ -84,6 +82,8 @@ function factsOf(document: Node, pathItem: Node, operation: Node): OperationFact
     compressed: encoded.length > 0,
     pageRead: limit !== undefined,
     answeredUnderPressure: mark === true,
+    requestMediaTypes: Object.keys(objectAt(resolve(document, operation.requestBody), 'content')),
+    responseMediaTypes: [...new Set(responses.flatMap(([, response]) => Object.keys(objectAt(response, 'content'))))],
   };
 }
 
@@ -119,39 +119,8 @@ function declaresHeader(document: Node, response: Node, lowerCaseName: string): 
   return Object.keys(objectAt(resolve(document, response), 'headers')).some((name) => name.toLowerCase() === lowerCaseName);
 }
 
-/**
- * Every property name openapi.yaml declares `format: int64`, wherever (schemas, answers, events),
- * sorted: the client reads JSON numbers under these names as bigint. It reads by name alone, so a
- * name that is int64 in one place and another number elsewhere is refused.
- */
-export function int64FieldNames(specification: object): string[] {
-  const document = specification as Node;
-  const int64 = new Set<string>();
-  const otherNumbers = new Set<string>();
-  for (const [name, declared] of properties(document)) {
-    const schema = resolve(document, declared);
-    if (schema.format === 'int64') int64.add(name);
-    else if (schema.type === 'integer' || schema.type === 'number') otherNumbers.add(name);
-  }
-  const clash = [...int64].find((name) => otherNumbers.has(name));
-  if (clash !== undefined) {
-    throw new ContradictoryContractError(
-      `openapi.yaml: the property "${clash}" is int64 in one schema and another number in another; the client reads a number as bigint by its name alone, so rename one of them.`,
-    );
-  }
-  return [...int64].sort();
-}
-
-/** Every property of every schema in the document, its name and its schema; examples left out. */
-function* properties(node: unknown): Generator<[string, unknown]> {
-  if (typeof node !== 'object' || node === null) return;
-  const own = (node as Node).properties;
-  if (typeof own === 'object' && own !== null && !Array.isArray(own)) yield* Object.entries(own);
-  for (const [key, child] of Object.entries(node)) if (key !== 'example' && key !== 'examples') yield* properties(child);
-}
-
 /** The object a local `$ref` (`#/components/...`) names, following chains; anything else as it is. */
-function resolve(document: Node, node: unknown, seen = new Set<string>()): Node {
+export function resolve(document: Node, node: unknown, seen = new Set<string>()): Node {
   const reference = objectAt(node).$ref;
   if (typeof reference !== 'string' || !reference.startsWith('#/') || seen.has(reference)) return objectAt(node);
   seen.add(reference);

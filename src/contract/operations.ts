@@ -1,5 +1,4 @@
-// Handler types derived from the generated `operations` type, keyed by operationId: a change to
-// openapi.yaml that a handler does not follow fails the type check.
+// Handler types from the generated `operations` type, by operationId: a spec change a handler does not follow fails the type check.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { operations, paths } from '../generated/openapi.ts';
 

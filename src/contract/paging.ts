@@ -1,5 +1,4 @@
-// Keyset pages, as every listed collection of openapi.yaml answers them: the `PageLimit` and
-// `PageCursor` parameters, items in ascending key order, and the `NextPage` header (`Link: rel="next"`).
+// Keyset pages, as every listed collection answers them: `PageLimit`, `PageCursor`, ascending keys and `Link: rel="next"`.
 import type { FastifyReply } from 'fastify';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { HttpError } from './errors.ts';
@@ -16,10 +15,7 @@ export interface PageRequest {
 /** Reads up to `limit` items whose key is greater than `after` (from the first when undefined), in key order. */
 export type PageReader<Item> = (after: bigint | undefined, limit: number) => Promise<Item[]>;
 
-/**
- * The pages of the collection at `path`, whose items `keyOf` orders; built once per operation. A page
- * answers its items and, when more follow, the `Link` to the next one, which repeats `filters`.
- */
+/** The pages of the collection at `path`, ordered by `keyOf`: a page's items and, when more follow, a `Link` repeating `filters`. */
 export function keysetPages<Item>(path: string, keyOf: (item: Item) => bigint) {
   return async function page(reply: FastifyReply, { limit = DEFAULT_PAGE_SIZE, cursor }: PageRequest, read: PageReader<Item>, filters: Record<string, string | undefined> = {}): Promise<Item[]> {
     const after = cursor === undefined ? undefined : decodeCursor(cursor);

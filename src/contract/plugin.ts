@@ -1,7 +1,5 @@
-// The contract's rules for every request and answer: request bodies are JSON read exactly (int64
-// as BigInt), validated strictly against openapi.yaml's schemas, and every failure, from any layer,
-// leaves as the published Error body. Registered before any route, since routes take the error
-// handler and the validator compiler in force when they are added.
+// The contract's rules for every request: bodies read exactly and validated strictly, every failure an Error body.
+// Registered before any route, which takes the error handler and validator compiler in force when it is added.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { installErrorHandling, type ErrorHandlingOptions } from './errors.ts';

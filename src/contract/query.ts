@@ -1,7 +1,5 @@
-// The query string parser (Fastify's `routerOptions.querystringParser`): fast-querystring, Fastify's own
-// default, except that a malformed percent-encoding (`%FF`, a bare `%`) is a 400, as it is in the path,
-// where fast-querystring would keep the text undecoded. The parser runs inside the router, where a throw
-// would escape every handler; it answers a MalformedQuery instead, which a hook turns into the 400.
+// The query string parser: fast-querystring (Fastify's default), but a malformed percent-encoding is a 400, as in the
+// path. It runs inside the router, where a throw would escape every handler: a hook turns its MalformedQuery into the 400.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import querystring from 'fast-querystring';
 import { HttpError } from './errors.ts';
@@ -28,8 +26,7 @@ export function parseQueryString(text: string): Record<string, unknown> {
 export function refuseMalformedQueries(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const query: unknown = request.query;
-    // Only an operation has query parameters: an unknown path stays a 404, and an OPTIONS (CORS's
-    // route) gets what CORS answers, whatever the query says.
+    // Only an operation has query parameters: an unknown path stays a 404, CORS's OPTIONS gets what CORS answers.
     if (!(query instanceof MalformedQuery) || !isOperation(request)) return done();
     const subject = query.parameter === undefined ? 'A query parameter name' : `The query parameter "${query.parameter}"`;
     done(new HttpError(400, `${subject} is not valid: it contains a malformed percent-encoding.`));
@@ -41,8 +38,7 @@ function isOperation(request: FastifyRequest): boolean {
   return (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId !== undefined;
 }
 
-// Whole or piece by piece, the same answer: '&' and '=' are never part of an escape, so every escape
-// (a UTF-8 sequence of them included) lies within one name or value.
+// Whole or piece by piece, the same answer: '&' and '=' are never part of an escape.
 function decodes(text: string): boolean {
   try {
     decodeURIComponent(text);

@@ -1,14 +1,11 @@
-// Request validation: strict for bodies (no coercion; unknown fields refused by the spec's
-// unevaluatedProperties), lenient for path and query strings, and messages that name the field.
+// Request validation: strict for bodies, lenient for path and query strings, and messages that name the field.
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifySchema } from 'fastify';
 import { exactIntegerKeyword, exactNumberKeyword, withExactIntegers } from './integers.ts';
 
 function createAjv(options: Options): Ajv2020 {
-  // strict: false because OpenAPI schemas carry keywords Ajv does not know (example, xml, ...).
-  // validateSchema: false because fastify-openapi-glue has checked the whole contract against the
-  // OpenAPI schema at boot; checking each part again against Ajv's meta-schema only slows the start.
+  // OpenAPI schemas carry keywords Ajv does not know (example, xml); glue has checked them against OpenAPI's schema at boot.
   const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: false, useDefaults: true, ...options });
   addFormats.default(ajv);
   ajv.addKeyword(exactIntegerKeyword);

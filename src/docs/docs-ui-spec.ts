@@ -1,8 +1,5 @@
-// The copy of the contract Swagger UI draws. Swagger UI names a schema by its `title` or its $ref,
-// and types an allOf by joining its members' types without following their $refs: NewPlant
-// (allOf: [$ref Plant, {id}]) reads "(any & object)" and the createPlant body has no name. Here
-// each component schema is titled by its name and an allOf of plain objects is merged into one
-// object; the published document (/openapi.yaml, /openapi.json) is untouched.
+// The copy Swagger UI draws, which would show NewPlant (allOf: [$ref Plant, {id}]) as "(any & object)": each component
+// titled by its name, and an allOf of plain objects merged into one object. The published document is untouched.
 
 type Schema = Record<string, unknown>;
 

@@ -1,11 +1,77 @@
-// The contract served for people: Swagger UI at /docs over a copy of openapi.yaml drawn for it.
-// The documents themselves (/openapi.yaml, /openapi.json) are operations, handled by docs.ts.
-import type { FastifyInstance } from 'fastify';
+// Swagger UI (static mode) at /docs, over a copy of openapi.yaml drawn for it (docs-ui-spec.ts).
+import { readFileSync } from 'node:fs';
+import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { registerDocs, type DocsOptions } from './docs.ts';
+import { documentForUi } from './docs-ui-spec.ts';
 
-async function docs(app: FastifyInstance, options: DocsOptions & { specification: object }): Promise<void> {
-  await registerDocs(app, structuredClone(options.specification), { persistAuthorization: options.persistAuthorization });
+const DOCS_PREFIX = '/docs';
+
+// Swagger UI needs only its own files and this origin's API; no other page may frame it (clickjacking of "Authorize").
+const DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "object-src 'none'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+  "img-src 'self' data:",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self'",
+  "connect-src 'self'",
+].join('; ');
+
+export interface DocsOptions {
+  specification: object;
+  /** Swagger UI keeps a token given to "Authorize" in the browser's localStorage (DOCS_PERSIST_AUTHORIZATION). */
+  persistAuthorization: boolean;
+}
+
+async function docs(app: FastifyInstance, { specification, persistAuthorization }: DocsOptions): Promise<void> {
+  const document = structuredClone(specification) as StaticDocumentSpec['document'];
+  await app.register(fastifySwagger, { mode: 'static', specification: { document } });
+  // The UI's copy keeps every digit twice: bigints for /docs/yaml (the yaml package writes them), raw JSON for /docs/json.
+  const forUi = documentForUi(document);
+  const forUiJson = rawIntegers(forUi) as Record<string, unknown>;
+  // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
+  await app.register(async (ui) => {
+    ui.setErrorHandler((error: FastifyError, _request, reply) => (error.statusCode === 403 ? reply.callNotFound() : reply.send(error)));
+    await ui.register(fastifySwaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      uiConfig: { persistAuthorization },
+      staticCSP: DOCS_CSP,
+      // For browsers older than frame-ancestors.
+      uiHooks: {
+        onRequest: (_request, reply, done) => {
+          reply.header('x-frame-options', 'DENY');
+          done();
+        },
+      },
+      transformSpecificationClone: false,
+      transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
+      logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
+      theme: {
+        title: document.info?.title ?? 'API',
+        css: [{ filename: 'docs-ui.css', content: uiFile('docs-ui.css').toString('utf8') }],
+        js: [{ filename: 'docs-ui.js', content: uiFile('docs-ui.js').toString('utf8') }],
+        favicon: [{ filename: 'logo.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: uiFile('logo.svg') }],
+      },
+    });
+  });
+}
+
+/** A copy of `value` in which each bigint is a JSON.rawJSON of its digits (JSON.stringify throws on a bigint). */
+function rawIntegers(value: unknown): unknown {
+  if (typeof value === 'bigint') return JSON.rawJSON(String(value));
+  if (Array.isArray(value)) return value.map(rawIntegers);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, rawIntegers(item)]));
+}
+
+/** The browser side of the docs page (top bar, exact big integers), served by the service itself. */
+function uiFile(name: string): Buffer {
+  return readFileSync(new URL(`./docs-ui/${name}`, import.meta.url));
 }
 
 // After the contract: a path outside the UI's folder is answered with the Error body.

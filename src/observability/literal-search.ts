@@ -1,5 +1,4 @@
-// Where any of many fixed strings occurs in a text, in one pass whatever their number (Rabin-Karp):
-// the redaction of API_TOKENS runs on every logged URL, and a long token list must not slow it.
+// Where any of many fixed strings occurs in a text, in one pass whatever their number (Rabin-Karp): for long API_TOKENS lists.
 
 /** [start, end) of a text. */
 export type Span = [number, number];
@@ -9,14 +8,10 @@ const BASE = 0x01000193;
 const PLUS = 0x2b;
 const SPACE = 0x20;
 
-/**
- * A search for these strings (each non-empty). A `+` and a space count as the same character,
- * because the query parser reads a `+` as a space. Finds every occurrence, overlapping ones too.
- */
+/** Every occurrence of these non-empty strings, overlapping ones too; `+` and space count as one character, as the query parser reads them. */
 export function literalSearch(literals: readonly string[]): (text: string) => Span[] {
   if (literals.length === 0) return () => [];
-  // Every window of the text as long as the shortest string is hashed; a string is checked only
-  // where the hash of its own first window appears.
+  // Each window as long as the shortest string is hashed; a string is checked only where the hash of its first window is.
   const width = Math.min(...literals.map((literal) => literal.length));
   const leading = power(width - 1);
   const candidates = new Map<number, string[]>();

@@ -7,8 +7,7 @@ export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.Wri
     level,
     redact: { paths: ['req.headers.authorization'], censor: REDACTED },
     serializers: {
-      // Host and the address come from headers (Host, X-Forwarded-*) that a client may fill with a token.
-      // A client gone before its line is written (HAProxy's health checks) leaves no address, and may leave no Host.
+      // Host and the address come from headers a client may fill with a token; a client already gone leaves neither.
       req: (request: FastifyRequest) => ({
         method: request.method,
         url: redact(request.url),

@@ -1,12 +1,8 @@
-// Prometheus metrics at GET /metrics (prom-client): requests and latency per operation, store
-// latency per method, webhook queue depth and delivery outcomes, rate-limit checks skipped because
-// of Redis, and the process defaults (memory, CPU, event-loop delay). Each app has its own
-// registry, so tests can build many.
+// Prometheus metrics at GET /metrics (prom-client), in a registry per app: requests, store calls, webhooks, rate-limit skips.
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from '../contract/operations.ts';
 
-/** Records one observation, in seconds, into one series. */
 type Observe = (seconds: number) => void;
 
 export interface Metrics {
@@ -49,7 +45,7 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     labelNames: ['reason'],
     registers: [registry],
   });
-  // Every reason shown from the start, at 0, so a rate() over it has a series before the first skip.
+  // At 0 from the start, so a rate() over it has a series before the first skip.
   for (const reason of ['timeout', 'unavailable', 'error'] as const) skippedChecks.inc({ reason }, 0);
   registry.registerMetric(new Gauge({
     name: 'webhook_deliveries_pending',
@@ -64,14 +60,12 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     },
   }));
 
-  // A method no route serves is "other", as a path no route matches is "unknown": what anonymous
-  // clients send must not add series (one per method Node parses grew /metrics past 64 KiB).
+  // A method no route serves is "other", as a path no route matches is "unknown": anonymous clients add no series.
   const servedMethods = new Set<string>();
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) servedMethods.add(method);
   });
 
-  // Every answer, routed or not (a 404 has no operation: "unknown"), by operation, method and status.
   const observers = new Map<string, Observe>();
   app.addHook('onResponse', (request, reply, done) => {
     const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
@@ -90,48 +84,40 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     registry,
     deliveryAttempt: (result) => attempts.inc({ result }),
     rateLimitSkipped: (reason) => skippedChecks.inc({ reason }),
-    instrument(store) {
-      // Every method wrapped once, up front: store calls are on every request's path.
-      const timed: Record<string, unknown> = {};
-      for (const [name, method] of methodsOf(store)) {
-        // Resolved on first use: /metrics shows a method's series once it has been called.
+    instrument: (store) =>
+      wrapMethods(store, (name, method) => {
+        // Series resolved on first use: /metrics shows a method once it has been called.
         let ok: Observe | undefined;
         let failed: Observe | undefined;
-        timed[name] = (...args: unknown[]) => {
+        return (...args) => {
           const started = performance.now();
-          const result = method.apply(store, args);
+          const result = method(...args);
           if (!(result instanceof Promise)) return result;
-          // Observed beside the caller rather than in front of it: the caller awaits the store's own
-          // promise, not one chained to it (a promise and a turn of the microtask queue less per call).
-          // The rejection handler keeps a failure from also being reported as unhandled here.
+          // Observed beside the caller, which awaits the store's own promise: no promise chained in front of it.
           result.then(
-            () => (ok ??= storeLatency.labels(name, 'ok').observe)(secondsSince(started)),
-            () => (failed ??= storeLatency.labels(name, 'error').observe)(secondsSince(started)),
+            () => (ok ??= storeLatency.labels(name, 'ok').observe)((performance.now() - started) / 1000),
+            () => (failed ??= storeLatency.labels(name, 'error').observe)((performance.now() - started) / 1000),
           );
           return result;
         };
-      }
-      return timed as typeof store;
-    },
+      }),
   };
 }
 
-function secondsSince(started: number): number {
-  return (performance.now() - started) / 1000;
-}
+type Method = (...args: unknown[]) => unknown;
 
-/** The methods of an object, own and inherited (a class instance's live on its prototypes). */
-export function methodsOf(object: object): Map<string, (...args: unknown[]) => unknown> {
-  const methods = new Map<string, (...args: unknown[]) => unknown>();
+/** An object with each method of `object`, own and inherited, replaced once, up front, by `wrap`'s; used by tracing too. */
+export function wrapMethods<T extends object>(object: T, wrap: (name: string, method: Method) => Method): T {
+  const wrapped: Record<string, Method> = {};
   for (let level = object; level !== null && level !== Object.prototype; level = Object.getPrototypeOf(level)) {
     for (const name of Object.getOwnPropertyNames(level)) {
       const value: unknown = Reflect.get(object, name);
-      if (name !== 'constructor' && typeof value === 'function' && !methods.has(name)) {
-        methods.set(name, value as (...args: unknown[]) => unknown);
+      if (name !== 'constructor' && typeof value === 'function' && !(name in wrapped)) {
+        wrapped[name] = wrap(name, (value as Method).bind(object));
       }
     }
   }
-  return methods;
+  return wrapped as T;
 }
 
 export function createMetricsHandler(metrics: Metrics): OperationHandler<'getMetrics'> {

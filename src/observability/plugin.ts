@@ -1,6 +1,4 @@
-// What every request leaves behind for operators: its id (returned and in every log line), its
-// latency in /metrics, and its trace when OTEL_* configures a collector. Registered first, so that
-// every answer carries the id and every request is counted and traced, whatever refuses it.
+// A request's id, metrics and trace; registered first, so that whatever refuses a request, it is counted and traced.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';

@@ -1,8 +1,5 @@
-// Spans leave the process only through this exporter, which applies the logs' redaction rule
-// (redaction.ts, built from the configured tokens) to every text a span carries: its name,
-// attributes (url.path, url.query, http.target, url.full, whatever an instrumentation records),
-// status message, events (exceptions) and links. Wrapping the exporter, a public SDK interface,
-// covers every instrumentation at once.
+// Spans leave only through this exporter, which redacts every text a span carries by the logs' rule: wrapping the
+// exporter, a public SDK interface, covers whatever any instrumentation records.
 import type { Attributes, Link } from '@opentelemetry/api';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';

@@ -1,6 +1,4 @@
-// The one rule for what logs and traces may show of a URL, a header or a message: no token, however
-// it is spelled or percent-encoded. Built once at start from API_TOKENS (createRedaction) and given
-// to logging.ts for log lines, to request-id.ts for adopted ids and to redacting-exporter.ts for spans.
+// The one rule for what logs, request ids and spans may show of a text: no token, however spelled or percent-encoded.
 import { literalSearch, type Span } from './literal-search.ts';
 
 /** The text with every token in it replaced by REDACTED. */
@@ -8,7 +6,7 @@ export type Redact = (text: string) => string;
 
 export const REDACTED = '[redacted]';
 
-// The shape of tokens issued by `npm run token` and the first start (tokens/format.ts): no list needed.
+// The shape of issued tokens (tokens/format.ts): no list needed.
 const ISSUED_TOKEN_PREFIX = 'pst_';
 const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/g;
 const ISSUED_TOKEN_LENGTH = 24;
@@ -20,10 +18,8 @@ const ACCESS_TOKEN = /access_token/i;
 const ACCESS_TOKEN_PARAMETER_LENGTH = 'access_token=x'.length;
 
 /**
- * The rule for these static tokens: every text that is, or percent-decodes (any number of times) to,
- * a configured token or an issued-shaped one (pst_…) is replaced, wherever it stands; and so is the
- * value of every parameter whose name spells access_token (in any case or encoding), whatever it is.
- * A `+` in a static token also matches a space, which is what the query parser makes of it.
+ * Replaces every stretch that is, or percent-decodes (any number of times) to, a configured or issued-shaped token,
+ * and the value of every parameter whose name spells access_token; a `+` also matches a space, as the query parser reads it.
  */
 export function createRedaction(staticTokens: readonly string[]): Redact {
   const forms = [...new Set(staticTokens.flatMap((token) => [token, decodedFully(token)]))];
@@ -40,8 +36,7 @@ export function createRedaction(staticTokens: readonly string[]): Redact {
   };
 }
 
-/** Where the configured tokens (as sent, and as they decode: one holding %41 decodes further) and
- * issued-shaped ones are in a text; one search for all, built once. */
+/** Where configured tokens (as sent, and decoded: one holding %41 decodes further) and issued-shaped ones are in a text. */
 function tokenFinder(forms: readonly string[]): (text: string) => Span[] {
   const search = literalSearch(forms);
   return (text) => {
@@ -94,11 +89,8 @@ const PERCENT = 0x25;
 const ESCAPE = /%[0-9a-f]{2}/i;
 
 /**
- * The text percent-decoded until no %XX is left, however deep (%252541 → %2541 → %41 → A), in one
- * pass: a decoded character that completes an escape begun before it is decoded at once, so a deep
- * nesting costs no more than the text's length. Bytes decode to the characters of the same code (as
- * Latin-1): tokens are ASCII, and a stray % or invalid UTF-8 must not stop the log line. With
- * `starts`, also writes where each decoded character begins in the text (it ends where the next begins).
+ * The text percent-decoded until no %XX is left (%252541 → A), in one pass whatever the depth, each byte as its Latin-1
+ * character (tokens are ASCII; bad UTF-8 must not stop a log line); `starts` gets where each decoded character begins.
  */
 function decodedFully(text: string, starts?: number[]): string {
   // What comes before the first escape decodes to itself.

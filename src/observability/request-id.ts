@@ -1,6 +1,4 @@
-// X-Request-Id: taken from the request when it is a plain word (so it cannot forge log lines) and
-// holds no API token, otherwise generated; logged with every line about the request and returned
-// on every answer that reaches routing (a request too malformed to parse as HTTP has no id yet).
+// X-Request-Id: the client's when a plain word holding no token (it is in every log line), else generated; on every answer.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,9 +1,5 @@
-// OpenTelemetry traces, sent to an OTLP/HTTP collector (JSON). Loaded by the observability plugin
-// with a dynamic import only when OTEL_* configures an endpoint, so an untraced process loads none of this.
-// A span per request (@fastify/otel), named by the route's operationId and continuing the
-// client's W3C traceparent; a child span per store call; trace_id and span_id in the request's
-// log lines; a span per webhook delivery attempt, continuing the trace of the change that queued it.
-// Every span is exported through RedactingExporter, so no token reaches the collector.
+// OpenTelemetry traces (loaded only when OTEL_* sets an endpoint): a span per request, store call and webhook attempt,
+// the trace in the request's log lines, every span exported through RedactingExporter.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type DiagLogger, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -13,15 +9,16 @@ import { ATTR_DB_SYSTEM_NAME, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVICE_NAME,
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { methodsOf } from './metrics.ts';
+import { wrapMethods } from './metrics.ts';
 import { RedactingExporter } from './redacting-exporter.ts';
 import type { Redact } from './redaction.ts';
 
-/** What a webhook delivery attempt reports, and the attempt as the dispatcher runs it. */
+/** What one webhook delivery attempt came to: the receiver's status, or why there was none. */
 export interface AttemptResult {
   status?: number;
   error?: string;
 }
+/** Runs one delivery attempt (the dispatcher's), in a span when tracing is on; the attempt sends the headers it is given. */
 export type TraceAttempt = (
   delivery: { traceparent?: string; event: string; messageId: string; url: string },
   attempt: (headers: Record<string, string>) => Promise<AttemptResult>,
@@ -30,26 +27,18 @@ export type TraceAttempt = (
 /** Runs a store call with the traceparent the store keeps with the webhook events that call writes. */
 export type WithOutboxTrace = <T>(traceparent: string, call: () => T) => T;
 
-export interface Tracing {
-  /** Wraps every store method in a span, a child of the request (or delivery) that called it. */
-  instrument<T extends object>(store: T): T;
-  /** Runs one webhook delivery attempt in its span; the attempt sends the headers it is given. */
-  traceAttempt: TraceAttempt;
-}
-
 const TRACER = 'plant-store';
 const FLUSH_ON_CLOSE_MS = 2_000;
 
 /** Sets up the SDK, and instruments the app: call before any route or hook is added. */
-export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullable<Config['tracing']>, withOutboxTrace: WithOutboxTrace, redact: Redact): Promise<Tracing> {
+export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullable<Config['tracing']>, withOutboxTrace: WithOutboxTrace, redact: Redact) {
   const instrumentation = new FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler, which would cost on every request.
     instrumentHooks: false,
     instrumentHandler: false,
     requestHook: nameByOperation,
   });
-  // The SDK and the exporter read OTEL_* themselves, as the specification defines them; tokens are
-  // redacted on the way out, by the rule the logs use.
+  // The SDK and the exporter read OTEL_* themselves, as the specification defines them.
   const sdk = new NodeSDK({
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK's detectors, win over this name.
     resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: TRACER })),
@@ -62,9 +51,7 @@ export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullab
   sdk.start();
   // The SDK's own troubles (a collector refusing spans) would otherwise go unsaid.
   diag.setLogger(diagnosticsTo(app.log), DiagLogLevel.WARN);
-  // Spans still in the batch are sent before the process stops, but a collector that does not
-  // answer must not hold the stop past SHUTDOWN_TIMEOUT (the flush gets FLUSH_ON_CLOSE_MS), and
-  // one that refuses them must not make the stop a failure.
+  // The last spans are sent, but a collector that does not answer must not hold the stop, nor one that refuses them fail it.
   app.addHook('onClose', async () => {
     const flushed = sdk.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'the last spans could not be sent to the OpenTelemetry collector'));
     await Promise.race([flushed, sleep(FLUSH_ON_CLOSE_MS, undefined, { ref: false })]);
@@ -73,17 +60,19 @@ export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullab
   app.addHook('onRequest', bindTraceToLogs);
 
   const tracer = trace.getTracer(TRACER);
+  // Each attempt continues the trace of the change that queued it.
+  const traceAttempt: TraceAttempt = (delivery, attempt) => {
+    const parent = delivery.traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent: delivery.traceparent }) : ROOT_CONTEXT;
+    const attributes = { 'webhook.event': delivery.event, 'webhook.message_id': delivery.messageId, [ATTR_URL_FULL]: delivery.url };
+    return tracer.startActiveSpan('webhook.deliver', { kind: SpanKind.CLIENT, attributes }, parent, async (span) => {
+      const headers: Record<string, string> = {};
+      propagation.inject(context.active(), headers);
+      return ended(span, attempt(headers).then((result) => recordAttempt(span, result)));
+    });
+  };
   return {
-    instrument: (store) => traceStore(store, (name, call) => storeSpan(name, call)),
-    traceAttempt: (delivery, attempt) => {
-      const parent = delivery.traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent: delivery.traceparent }) : ROOT_CONTEXT;
-      const attributes = { 'webhook.event': delivery.event, 'webhook.message_id': delivery.messageId, [ATTR_URL_FULL]: delivery.url };
-      return tracer.startActiveSpan('webhook.deliver', { kind: SpanKind.CLIENT, attributes }, parent, async (span) => {
-        const headers: Record<string, string> = {};
-        propagation.inject(context.active(), headers);
-        return ended(span, attempt(headers).then((result) => recordAttempt(span, result)));
-      });
-    },
+    instrument: <T extends object>(store: T): T => wrapMethods(store, (name, method) => (...args) => storeSpan(name, () => method(...args))),
+    traceAttempt,
   };
 
   function storeSpan<T>(name: string, call: () => T): T {
@@ -107,8 +96,7 @@ function nameByOperation(span: Span, request: FastifyRequest): void {
   if (operationId !== undefined) span.updateName(operationId);
 }
 
-// Every line the request logs from here on carries its trace. (The "incoming request" line is
-// written before any hook runs, so before the span exists; its reqId ties it to the others.)
+// Every line the request logs from here on carries its trace ("incoming request", logged before, has its reqId).
 function bindTraceToLogs(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   const span = request.opentelemetry().span;
   if (span) {
@@ -117,15 +105,6 @@ function bindTraceToLogs(request: FastifyRequest, reply: FastifyReply, done: () 
     reply.log = request.log;
   }
   done();
-}
-
-/** The store with each method run through `span(name, call)`, wrapped once up front as metrics.ts does. */
-function traceStore<T extends object>(store: T, span: <R>(name: string, call: () => R) => R): T {
-  const traced: Record<string, unknown> = {};
-  for (const [name, method] of methodsOf(store)) {
-    traced[name] = (...args: unknown[]) => span(name, () => method.apply(store, args));
-  }
-  return traced as T;
 }
 
 function traceparentOf(active: Context): string {
@@ -144,15 +123,9 @@ function recordAttempt(span: Span, result: AttemptResult): AttemptResult {
 
 /** Ends the span when the promise settles, marking it failed if it rejects. */
 function ended<T>(span: Span, promise: Promise<T>): Promise<T> {
-  return promise.then(
-    (value) => {
-      span.end();
-      return value;
-    },
-    (error: unknown) => {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
-      span.end();
-      throw error;
-    },
-  );
+  const failed = (error: unknown) => {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+    throw error;
+  };
+  return promise.catch(failed).finally(() => span.end());
 }

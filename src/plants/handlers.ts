@@ -20,19 +20,18 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
   return {
     async createPlant(request) {
       const { id } = request.body;
-      // The validated body is the record itself (only the schema's fields, none undefined): no copy needed.
+      // The validated body is the record itself (only the schema's fields): no copy needed.
       const result = await store.createPlant(request.body);
       if (result.outcome === 'conflict') {
         throw new HttpError(409, `A different plant with id ${id} already exists; the stored plant was not changed.`);
       }
       if (result.outcome === 'created' && result.eventWritten !== false) afterChange?.();
-      // The Plant response schema writes every field but the id, as for the records of get and list.
+      // Records are returned as stored: the response schemas write their fields.
       return result.stored;
     },
 
     async listPlants(request, reply) {
       const { tag } = request.query;
-      // Records already have the StoredPlant shape; the response schema serializes just its fields.
       return plantPage(reply, request.query, (after, limit) => store.listPlants({ after, tag, limit }), { tag });
     },
 
@@ -43,7 +42,6 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantStore;
       // Read the condition before setting the ETag: a malformed one is a 400, which carries none.
       const fresh = ifNoneMatchHits(request.headers['if-none-match'], etag);
       reply.header('etag', etag);
-      // The record has the StoredPlant shape, as in listPlants: the response schema writes its fields.
       return fresh ? reply.code(304).send() : plant;
     },
 

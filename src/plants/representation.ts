@@ -1,13 +1,11 @@
-// How a stored plant appears on the wire beyond its JSON shape (which the response schemas of
-// openapi.yaml write from the record): its ETag. Its page cursor is contract/paging.ts's, keyed by id.
+// A stored plant's ETag: what the wire shows of it beyond the JSON the response schemas write.
 import { hash } from 'node:crypto';
 import { exactJson } from '../int64.ts';
 import { inKeyOrder, type PlantRecord } from '../store/types.ts';
 
 /** A strong ETag of the plant's content: equal exactly when every field is. */
 export function plantEtag(plant: PlantRecord): string {
-  // Fields added after name and tag are hashed after them, only when present: existing ETags stay valid;
-  // an int64 field added is hashed with all its digits.
+  // Fields added after name and tag are hashed after them, only when present, so that existing ETags stay valid.
   const fields: unknown[] = [String(plant.id), plant.name, plant.tag ?? null];
   const added = addedFields(plant);
   if (added !== undefined) fields.push(inKeyOrder(added));

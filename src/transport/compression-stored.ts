@@ -1,7 +1,5 @@
-// Answers that never change while the process runs (the contract's documents), compressed once
-// instead of on every request, where brotli on the event loop let 8 anonymous readers slow every
-// other answer (npm run bench:load). Each coding is built on first use, on zlib's thread pool,
-// with a strong ETag of its bytes; a request gets the coding any compressed answer would get.
+// Answers that never change while the process runs (the contract's documents), compressed once on zlib's thread
+// pool rather than on the event loop at every request, each coding with a strong ETag of its bytes.
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, gzip } from 'node:zlib';

@@ -1,17 +1,11 @@
-// Response compression (gzip, brotli) for the operations whose answers openapi.yaml says may be
-// compressed (a response declaring `Content-Encoding`): their routes are built with these options.
-// The others (a plant, a webhook, a health check) are built with `compress: false`, so they carry no
-// compression hook at all, and their strong ETags always describe the bytes sent. The contract's
-// documents are compressed once by their handler (compression-stored.ts), and @fastify/compress
-// leaves an answer that already has its Content-Encoding as it is.
+// Response compression (gzip, brotli) for the operations whose answers openapi.yaml says may be compressed; the
+// others are built with `compress: false`, so they carry no compression hook and their strong ETags name the bytes sent.
 import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
-import type { FastifyInstance, onSendHookHandler, RouteOptions } from 'fastify';
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
 import type { OperationFacts } from '../contract/operation-facts.ts';
-
-/** Answers smaller than this are sent as they are: compressing them saves less than it costs. */
-export const COMPRESSION_THRESHOLD_BYTES = 1024;
+import { addVary } from './vary.ts';
 
 /** Answers above this are compressed by a stream each; smaller ones in one synchronous call. */
 export const STREAM_THRESHOLD_BYTES = 64 * 1024;
@@ -27,25 +21,20 @@ export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
 /** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
 const ROUTE_COMPRESSION = {
   encodings: [...ENCODINGS],
-  threshold: COMPRESSION_THRESHOLD_BYTES,
+  threshold: 1024,
   brotliOptions: BROTLI_OPTIONS,
   zlibOptions: ZLIB_OPTIONS,
-  // A typical page of 1,000 plants (30-40 KB) is compressed in one call, without the thread pool's
-  // round trip; larger pages stream.
+  // A typical page of 1,000 plants is compressed in one call, without the thread pool's round trip.
   syncThreshold: STREAM_THRESHOLD_BYTES,
 } satisfies FastifyCompressOptions;
 
-// @fastify/compress's reading of the header (its getEncodingHeader): case folded, `*` and the
-// x-gzip alias taken as gzip, then @fastify/accept-negotiator over the route's encodings.
-const GZIP_ALIASES = /\*|x-gzip/g;
-
 /**
- * The content coding of an answer to this Accept-Encoding, as @fastify/compress would choose it;
- * undefined: plain, also when nothing is acceptable (even `identity;q=0`), rather than a 406.
+ * The content coding of an answer to this Accept-Encoding, read as @fastify/compress reads it (case folded, `*` and
+ * x-gzip as gzip); undefined: plain, also when nothing is acceptable (even `identity;q=0`), rather than a 406.
  */
 export function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
   if (acceptEncoding === undefined) return undefined;
-  return negotiate(acceptEncoding.toLowerCase().replace(GZIP_ALIASES, 'gzip'), ENCODINGS) ?? undefined;
+  return negotiate(acceptEncoding.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), ENCODINGS) ?? undefined;
 }
 
 /** An operation's `compress` route option. */
@@ -53,28 +42,62 @@ export function compressionOf({ compressed }: OperationFacts): typeof ROUTE_COMP
   return compressed ? ROUTE_COMPRESSION : false;
 }
 
-export async function registerCompression(app: FastifyInstance): Promise<void> {
-  await app.register(fastifyCompress, {
-    ...ROUTE_COMPRESSION,
-    // Only routes built with compression options compress; request bodies stay plain JSON, as the contract says.
-    globalCompression: false,
-    globalDecompression: false,
+/** @fastify/compress for the routes built with compression options, at most `limit` of them streaming at once. */
+export async function registerCompression(app: FastifyInstance, limit: number): Promise<void> {
+  // Request bodies stay plain JSON, as the contract says.
+  await app.register(fastifyCompress, { ...ROUTE_COMPRESSION, globalCompression: false, globalDecompression: false });
+  const [decide, count] = gate(limit);
+  // After @fastify/compress's own onRoute hook, which has appended its onSend by then.
+  app.addHook('onRoute', (route) => {
+    const compressed = typeof route.compress === 'object';
+    const head = Array.isArray(route.method) && route.method.includes('HEAD');
+    if (!compressed && !head) return;
+    const own = route.onSend === undefined ? [] : [route.onSend].flat();
+    route.onSend = [...(compressed ? [decide, ...own, count] : own), ...(head ? [chunkedLikeGet] : [])];
   });
 }
 
-/**
- * For a route serving HEAD as its GET, built after compression's own hook: a compressed answer
- * streamed to a GET goes chunked, which Node leaves out of a HEAD answer unless told (RFC 9112 §6.1
- * lets a HEAD say what its GET would); the stream itself is written nowhere.
- */
-export function headFramedAsGet(route: RouteOptions): void {
-  if (!Array.isArray(route.method) || !route.method.includes('HEAD')) return;
-  const own = route.onSend === undefined ? [] : [route.onSend].flat();
-  route.onSend = [...own, chunkedLikeGet];
+// Each answer over STREAM_THRESHOLD_BYTES holds its own zlib or brotli stream until read (brotli's window alone is
+// 4 MB), so past `limit` at once it is sent plain. The coding is decided here, once, and handed to @fastify/compress
+// through the request headers it documents (`x-no-compression`, or an Accept-Encoding of that coding alone).
+function gate(limit: number): [onSendHookHandler, onSendHookHandler] {
+  let active = 0;
+  return [
+    (request, reply, payload, done) => {
+      const encoding = negotiatedEncoding(request.headers['accept-encoding']);
+      if (encoding === undefined) {
+        request.headers['x-no-compression'] = 'not accepted';
+      } else if (active >= limit && streams(payload)) {
+        request.headers['x-no-compression'] = 'limit';
+        addVary(reply, 'Accept-Encoding');
+      } else {
+        request.headers['accept-encoding'] = encoding;
+      }
+      done(null, payload);
+    },
+    // Counts what was compressed by a stream, after the compressor: the count cannot drift from it.
+    (_request, reply, payload, done) => {
+      if (reply.hasHeader('content-encoding') && isStream(payload)) {
+        active++;
+        reply.raw.once('close', () => active--); // after the last byte written and an aborted answer alike
+      }
+      done(null, payload);
+    },
+  ];
 }
 
+/** Whether @fastify/compress would compress this payload by a stream (a stream's size is unknown: it counts). */
+function streams(payload: unknown): boolean {
+  if (typeof payload === 'string' || Buffer.isBuffer(payload)) return Buffer.byteLength(payload) > STREAM_THRESHOLD_BYTES;
+  return payload !== null && payload !== undefined;
+}
+
+function isStream(payload: unknown): boolean {
+  return typeof (payload as { pipe?: unknown } | null)?.pipe === 'function';
+}
+
+// A compressed answer streamed to a GET goes chunked, which Node leaves out of a HEAD answer unless told (RFC 9112 §6.1).
 const chunkedLikeGet: onSendHookHandler = (request, reply, payload, done) => {
-  const streamed = typeof (payload as { pipe?: unknown } | null)?.pipe === 'function';
-  if (request.method === 'HEAD' && streamed && !reply.hasHeader('content-length')) reply.header('transfer-encoding', 'chunked');
+  if (request.method === 'HEAD' && isStream(payload) && !reply.hasHeader('content-length')) reply.header('transfer-encoding', 'chunked');
   done(null, payload);
 };

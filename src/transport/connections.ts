@@ -1,7 +1,5 @@
-// At most `limit` open connections: past it, the connection idle the longest (no request in
-// flight) is closed to admit the new one, as nginx reuses idle upstream connections. Without it
-// 20,000 idle connections from one client exhausted the file descriptors, and every new one,
-// health probes included, was reset. A connection with a request in flight is never closed here.
+// At most `limit` open connections: past it the one idle the longest is closed (never one with a request in flight),
+// so idle connections cannot exhaust the file descriptors and keep health probes out.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 

@@ -1,5 +1,4 @@
-// Answers decided below Fastify's routing, where Node would otherwise answer for us or not at all:
-// every one is an Error body, and none leaves a pipelined request unanswered.
+// Answers decided below routing, where Node would answer for us or not at all: each an Error body, none overtaking a pipelined one.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -13,21 +12,17 @@ export const TRANSPORT_SERVER_OPTIONS = {
 } as const;
 
 export function answerTransportEdges(app: FastifyInstance): void {
-  // By default Node ends a connection the moment the client half-closes it (sends its last
-  // request and FIN), dropping every answer still being computed, pipelined ones included.
-  // Half-open, it answers them all in order and then closes.
+  // Else Node ends a connection as soon as the client half-closes it, dropping the answers still being computed.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   app.server.on('connect', refuseConnect);
   app.server.on('request', noteAnswer);
-  // Node answers an Expect it does not know with a bare 417 unless this event is handled; routed
-  // instead, the hook below refuses it with the Error body and the request id, as any other refusal.
+  // Else Node answers an unknown Expect with a bare 417; routed, the hook below refuses it as any other refusal.
   app.server.on('checkExpectation', (request, response) => {
     noteAnswer(request, response);
     app.routing(request, response);
   });
   app.addHook('onRequest', (request, reply, done) => {
-    // After a timeout Node goes on parsing while the answers before it are sent: a request completed
-    // then is refused unread, as the connection was, whatever its route.
+    // After a timeout Node goes on parsing: a request completed then is refused unread, as the connection was.
     const late = failed.get(request.raw.socket);
     if (late !== undefined) refuse(request, reply, late);
     else done(edgeFailure(request.raw) ?? undefined);
@@ -68,9 +63,8 @@ function closeWith(socket: Duplex, answer: string): void {
   socket.end(answer, () => socket.destroy());
 }
 
-// Node parses every request of a write before answering any, and sends their answers in order; an
-// error found further on must not overtake them. So each connection keeps its last two answers begun
-// and not yet finished (one object per connection), and the error answer follows one of them.
+// An error found while parsing a write must not overtake the answers to the requests before it: each connection
+// keeps its last two answers begun and not finished, and the error answer follows one of them.
 const begun = new WeakMap<Socket, { last: ServerResponse | undefined; previous: ServerResponse | undefined }>();
 // The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
 const failed = new WeakMap<Socket, HttpError>();
@@ -96,10 +90,7 @@ function forgetAnswer(this: ServerResponse): void {
   else if (seen.previous === this) seen.previous = undefined;
 }
 
-/**
- * Fastify's `clientErrorHandler` option: a request that HTTP parsing refused, or that took too long
- * to arrive, gets its Error answer with `Connection: close` once every request before it has its own.
- */
+/** Fastify's `clientErrorHandler`: a request parsing refused, or too slow to arrive, is answered after those before it. */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
   const refusal = clientErrorRefusal(error);

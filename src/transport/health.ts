@@ -1,5 +1,4 @@
-// Liveness and readiness: /healthz answers while the process runs, /readyz while the store answers
-// and the instance is not stopping (from SIGTERM on, so that balancers take it out during SHUTDOWN_DELAY).
+// /healthz answers while the process runs; /readyz while the store answers and the instance is not draining (SIGTERM).
 import type { OperationHandler } from '../contract/operations.ts';
 import { HttpError } from '../contract/errors.ts';
 

@@ -1,38 +1,23 @@
-// How the service behaves while it stops, so that a rolling deploy loses no request and shows no
-// error. First drain() (SIGTERM, for SHUTDOWN_DELAY): readiness fails so that balancers take the
-// instance out, while every request, on old and new connections, is served as usual. Then
-// stopAccepting(): the listener closes, so new connections are refused (a balancer retries those
-// elsewhere, even a POST, since nothing was sent). Only then app.close() (preClose): requests in
-// flight, and those that still arrive on open connections, are served with Connection: close, so
-// the balancer drops each connection from its pool rather than reusing one about to be closed.
-//
-// Idle keep-alive connections are not closed at once, as Node's http.Server.close() would do: a
-// balancer may have just written its next request on one, and closing then resets that request
-// (nginx retries no POST it already wrote). They get IDLE_GRACE_MS in which any request is served
-// with Connection: close; only those that stayed idle throughout are closed.
+// How the service stops without losing a request: drain() fails readiness while serving goes on; stopAccepting()
+// closes the listener (a refused connection is retried elsewhere, even a POST); then app.close() answers the rest
+// with Connection: close, so balancers drop each connection rather than reuse one about to close.
 import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
-/** How long a keep-alive connection idle when closing starts may still bring a request (documented in docs/operations.md, "Stopping"). */
+/** How long a keep-alive connection idle when closing starts may still bring a request (docs/operations.md, "Stopping"). */
 export const IDLE_GRACE_MS = 1_000;
 
 export interface Lifecycle {
   /** True from drain() (or closing) on: readiness fails, everything else is served as usual. */
   readonly draining: boolean;
-  readonly closing: boolean;
-  /** Readiness fails from now on; the stop itself begins with app.close(). */
   drain: () => void;
-  /**
-   * Closes the listener (at a quiet moment, see quietMoment), keeping open connections. Call it before
-   * app.close(), which makes Fastify answer Connection: close at once: each closed connection
-   * brings a new one, and those still queued when the listener closes are reset (see quietMoment).
-   */
+  /** Closes the listener at a quiet moment (quietMoment), keeping open connections; call it before app.close(). */
   stopAccepting: () => Promise<void>;
   /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
   onClosing: (stop: () => Promise<void>) => void;
 }
 
-export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_MS): Lifecycle {
+export function installLifecycle(app: FastifyInstance): Lifecycle {
   const state = { draining: false, closing: false, graceOver: false };
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<unknown> = Promise.resolve();
@@ -44,21 +29,19 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
     const { drained } = await stopAccepting();
     state.closing = true;
-    await drainedOrGraceOver(drained, idleGraceMs);
-    // Fastify's server.close() follows: it closes the connections still idle and waits for the rest.
+    // Idle connections are not closed at once, as Node's close() would: a balancer may have just written a request on one.
+    await drainedOrGraceOver(drained, IDLE_GRACE_MS);
     state.graceOver = true;
   });
   app.addHook('onClose', async () => {
     await stopping;
   });
-  // Node then ends the connection after this answer, and the client knows not to reuse it.
-  // Callback-style hooks: on every request's path, and an async hook costs a promise each time.
+  // Callback-style hooks: they are on every request's path, and an async hook costs a promise each time.
   app.addHook('onSend', (_request, reply, _payload, done) => {
     if (state.closing) reply.header('connection', 'close');
     done();
   });
-  // An answer whose headers left just before closing began said keep-alive; once the grace is over
-  // nothing would close its connection but KEEP_ALIVE_TIMEOUT, holding the stop open that long.
+  // An answer that said keep-alive just before closing began: past the grace only KEEP_ALIVE_TIMEOUT would close it.
   app.addHook('onResponse', (_request, reply, done) => {
     if (state.graceOver && reply.getHeader('connection') !== 'close') app.server.closeIdleConnections();
     done();
@@ -72,9 +55,6 @@ export function installLifecycle(app: FastifyInstance, idleGraceMs = IDLE_GRACE_
     },
     stopAccepting: async () => {
       await stopAccepting();
-    },
-    get closing() {
-      return state.closing;
     },
     onClosing: (stop) => {
       stops.push(stop);
@@ -100,16 +80,12 @@ async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Prom
   const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
   await Promise.race([drained, graceOver]);
   clearTimeout(timer);
-  // Timers run before I/O in the event loop: after a stall, let requests already received be read
-  // (so their connections are no longer idle) before the idle ones are closed.
+  // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
   await new Promise((resolve) => setImmediate(resolve));
 }
 
-// Closing a listening socket makes Linux reset every connection it has queued that Node has not
-// accepted yet, requests already written on them included (nginx retries no such POST). A balancer
-// opens connections in bursts (when an instance stalls, its pool runs short), so the listener
-// closes after QUIET_MS without one, and in the check phase: right after the poll phase, in which
-// Node accepted whatever was queued.
+// Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and
+// balancers open connections in bursts: so close after QUIET_MS without one, in the check phase right after accepting.
 function quietMoment(server: NetServer): Promise<void> {
   return new Promise((resolve) => {
     const started = performance.now();

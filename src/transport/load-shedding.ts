@@ -1,11 +1,5 @@
-// Overload is answered, not queued without end. Two mechanisms:
-// - Page reads take turns (Turns below): a page of 1,000 plants is one block of synchronous work
-//   (the query on SQLite, the JSON always), and 64 of them read in one poll ran back to back while
-//   a /healthz probe waited seconds to be accepted. Past `pageReadsQueued` waiting, 503.
-// - @fastify/under-pressure answers 503 to other requests while the event loop lags or the heap is
-//   nearly full, except the operations openapi.yaml marks `x-answered-under-pressure` (the health
-//   checks, /metrics and the contract), which must answer most then.
-// Which operations are page reads, and which are marked, are facts of openapi.yaml (operation-facts.ts).
+// Overload is answered, not queued without end: page reads (facts of openapi.yaml) take turns, and
+// @fastify/under-pressure answers 503 while the loop lags or the heap fills, but not to `x-answered-under-pressure`.
 import { getHeapStatistics } from 'node:v8';
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -19,12 +13,7 @@ const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
 
-/**
- * Page reads in order, at most `atOnce` in progress, and at most one started per turn of the event
- * loop: between two starts Node reads the other sockets (a health probe among them) and writes the
- * answers made. Starting a read the moment a turn is free would not do: its synchronous work ends
- * before the next socket is read, so every read arriving in one poll would run back to back.
- */
+/** Page reads in order, at most `atOnce` at a time and one started per event-loop turn, so other sockets are read between two. */
 export class Turns {
   readonly #atOnce: number;
   readonly #queueLimit: number;
@@ -74,10 +63,7 @@ export interface ShedRouteOptions {
   config?: { pressureHandler: () => undefined };
 }
 
-/**
- * What shedding adds to an operation's route: its turn when it reads pages, its exemption when it
- * is answered under pressure (a probe or a scrape that fails then would make things worse).
- */
+/** What shedding adds to an operation's route: its turn when it reads pages, its exemption when answered under pressure. */
 export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
   const turns = limits.pageReadsAtOnce > 0 ? new Turns(limits.pageReadsAtOnce, limits.pageReadsQueued) : undefined;
   return ({ pageRead, answeredUnderPressure }, handler) => {

@@ -1,11 +1,9 @@
-// How connections are treated: the drain when the service stops (lifecycle.ts), bodies nobody will
-// read, the answers decided below routing (edges.ts), and compression for the routes built with it.
+// How connections are treated: the drain when stopping, unread bodies, answers below routing, compression, shedding.
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
-import { compressionOf, headFramedAsGet, registerCompression } from './compression.ts';
-import { createCompressionGate, gateCompressedRoutes } from './compression-gate.ts';
+import { compressionOf, registerCompression } from './compression.ts';
 import { answerTransportEdges } from './edges.ts';
 import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
@@ -31,10 +29,7 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   app.decorate('lifecycle', installLifecycle(app));
   closeOnUnreadBodies(app);
   answerTransportEdges(app);
-  await registerCompression(app);
-  gateCompressedRoutes(app, createCompressionGate(limits.compressions));
-  // After compression's own onRoute hook and the gate's, so that it sees their onSend hooks.
-  app.addHook('onRoute', headFramedAsGet);
+  await registerCompression(app, limits.compressions);
   app.decorate('compressionFor', compressionOf);
   limitConnections(app.server, limits.connections);
   app.decorate('shedding', sheddingFor(limits));

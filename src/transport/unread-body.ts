@@ -1,10 +1,5 @@
-// Bodies nobody will read. After an answer, Node reads and discards whatever is left of the
-// request body so that the connection can carry the next request: a client refused with 401
-// could stream gigabytes into that discard, a whole core's worth, until REQUEST_TIMEOUT. So an
-// answer given before its request's body arrived says `Connection: close`, and Node closes the
-// connection as soon as the answer is written. The one exception is a small declared body (a
-// Content-Length up to DRAIN_LIMIT): Node discards its rest and the connection lives on, since
-// reading 64 KiB is what accepting the body would have cost anyway.
+// An answer given before its request's body arrived closes the connection: Node would read and discard the rest,
+// and a client refused with 401 could stream gigabytes into that. A small declared body is discarded, as accepting it would cost as much.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
@@ -12,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 export const DRAIN_LIMIT = 64 * 1024;
 
 export function closeOnUnreadBodies(app: FastifyInstance): void {
-  // A callback-style hook: it runs on every answer, and an async one costs a promise each time.
+  // Callback-style: it runs on every answer, and an async hook costs a promise each time.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (bodyStillArriving(request.raw)) reply.header('connection', 'close');
     done(null, payload);

@@ -1,5 +1,4 @@
-// Vary is shared: CORS puts `Origin` in it on every answer, compression `Accept-Encoding`. Each
-// adds its field to what is there; setting the header would drop the other's.
+// Vary is shared (CORS puts Origin in it, compression Accept-Encoding): setting it would drop the other's field.
 import type { FastifyReply } from 'fastify';
 
 /** Adds `field` to the answer's Vary header, keeping the fields already in it. */

@@ -1,13 +1,9 @@
-// Sends what the outbox holds. It leases due deliveries as sending slots free up: every subscription
-// has a slot of its own, and shares the others (at most a few at once, none while its receiver does
-// not answer), so a receiver that hangs or is slow delays only its own deliveries; instances sharing
-// a database never lease the same one. It POSTs each with Standard Webhooks headers signed by the
-// `standardwebhooks` package, and records the outcome: 2xx delivered; 410 failed for good and the
-// subscription disabled; anything else (another status, a redirect, a timeout, a refused target)
-// retried after the next delay of the schedule, with jitter, until it runs out.
-// At-least-once: a crash between sending and recording means one more send after the lease.
+// Sends what the outbox holds, at least once, signed as Standard Webhooks. Each subscription has a sending slot of its
+// own besides the shared ones (none while its receiver does not answer), so a slow receiver delays only its own deliveries.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
-import type { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
 import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
@@ -15,15 +11,6 @@ export interface DispatcherLog {
   warn(details: object, message: string): void;
   debug(details: object, message: string): void;
 }
-
-/** What one delivery attempt came to: the receiver's status, or why there was none. */
-export interface AttemptResult {
-  status?: number;
-  error?: string;
-}
-
-/** Runs one attempt (in a trace, when tracing is on); the attempt adds `headers` to its request. */
-export type TraceAttempt = (delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>) => Promise<AttemptResult>;
 
 export interface DispatcherOptions {
   store: PlantStore;
@@ -49,8 +36,7 @@ export interface DispatcherOptions {
 }
 
 const FAILED_RETENTION_MS = 7 * 86_400_000;
-// A lease outlives the attempt it covers (bounded by the timeout) by this much; after a crash,
-// another pass (here or on another instance) sends the delivery again once the lease is over.
+// A lease outlives the attempt it covers by this much; after a crash, the delivery is sent again once it is over.
 const LEASE_MARGIN_MS = 5_000;
 const PRUNE_EVERY_MS = 60_000;
 // Leases of a subscription whose receiver has not answered its latest attempt: its own slot, no shared one.
@@ -59,8 +45,8 @@ const JITTER = 0.2; // each delay varies by ±10%, so retries from many events d
 
 export class WebhookDispatcher {
   readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
-  /** undici and its agent, loaded at the first delivery: most instances boot without sending any. */
-  #client: Promise<{ request: typeof request; agent: Agent }> | undefined;
+  /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
+  #agent: Promise<Agent> | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
   /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
@@ -91,7 +77,7 @@ export class WebhookDispatcher {
     this.#stopped = true;
     this.wake();
     await this.#running;
-    if (this.#client) await (await this.#client).agent.close();
+    if (this.#agent) await (await this.#agent).close();
   }
 
   async #loop(): Promise<void> {
@@ -145,7 +131,7 @@ export class WebhookDispatcher {
   async #deliver(delivery: ClaimedDelivery): Promise<void> {
     const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
     const outcome = this.#outcome(delivery, attempt);
-    if (outcome.result === 'retry') this.#retryAt(Date.parse(outcome.nextAttemptAt));
+    if (outcome.result === 'retry') this.#nextRetryAt = Math.min(this.#nextRetryAt, Date.parse(outcome.nextAttemptAt));
     this.#options.onAttempt(outcome.result);
     await this.#options.store.recordAttempt(outcome);
   }
@@ -157,10 +143,11 @@ export class WebhookDispatcher {
     if (refused) return { error: `refused: ${refused}` };
     const signedAt = new Date(now());
     try {
-      const { request, agent } = await this.#httpClient();
-      const response = await request(url, {
+      this.#agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
+      const response = await (await this.#agent).request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: 'POST',
-        dispatcher: agent,
         signal: AbortSignal.timeout(timeoutMs),
         headers: {
           'content-type': 'application/json',
@@ -183,14 +170,6 @@ export class WebhookDispatcher {
       const cause = (error as Error & { cause?: Error }).cause;
       return { error: `could not deliver: ${cause?.message ?? (error as Error).message}` };
     }
-  }
-
-  #httpClient(): Promise<{ request: typeof request; agent: Agent }> {
-    const { allowPrivateNetworks, timeoutMs } = this.#options;
-    this.#client ??= Promise.all([import('undici'), guardedAgent(allowPrivateNetworks, timeoutMs)]).then(
-      ([undici, agent]) => ({ request: undici.request, agent }),
-    );
-    return this.#client;
   }
 
   #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
@@ -224,29 +203,17 @@ export class WebhookDispatcher {
     await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
   }
 
-  #retryAt(at: number): void {
-    this.#nextRetryAt = Math.min(this.#nextRetryAt, at);
-  }
-
-  #idle(): Promise<void> {
-    if (this.#stopped || this.#woken) {
-      this.#woken = false;
-      return Promise.resolve();
+  /** Until the next poll or retry is due, or wake(). */
+  async #idle(): Promise<void> {
+    if (!this.#stopped && !this.#woken) {
+      const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
+      this.#nextRetryAt = Number.POSITIVE_INFINITY;
+      const woken = new AbortController();
+      this.#wakeUp = () => woken.abort();
+      await sleep(Math.min(this.#options.pollMs, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
+      this.#wakeUp = undefined;
     }
-    const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
-    this.#nextRetryAt = Number.POSITIVE_INFINITY;
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, Math.min(this.#options.pollMs, untilRetry));
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeUp = () => {
-        this.#wakeUp = undefined;
-        this.#woken = false;
-        done();
-      };
-    });
+    this.#woken = false;
   }
 }
 
@@ -257,6 +224,4 @@ function signatures(delivery: ClaimedDelivery, signedAt: Date): string {
 }
 
 // Tracing off: the trace of the change, if one was recorded, still reaches the receiver.
-function untraced(delivery: ClaimedDelivery, attempt: (headers: Record<string, string>) => Promise<AttemptResult>): Promise<AttemptResult> {
-  return attempt(delivery.traceparent === undefined ? {} : { traceparent: delivery.traceparent });
-}
+const untraced: TraceAttempt = (delivery, attempt) => attempt(delivery.traceparent === undefined ? {} : { traceparent: delivery.traceparent });

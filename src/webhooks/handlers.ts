@@ -25,7 +25,6 @@ export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 export interface WebhookHandlerOptions {
   store: PlantStore;
   allowPrivateNetworks: boolean;
-  /** WEBHOOK_SUBSCRIPTIONS_MAX: the most subscriptions the store holds. */
   subscriptionsMax: number;
 }
 

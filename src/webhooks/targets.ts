@@ -1,8 +1,5 @@
-// Where deliveries may go. Unless the operator allows private networks, a target must resolve
-// only to public unicast addresses: never loopback, private, link-local (cloud metadata at
-// 169.254.169.254 included), unique-local, CGNAT, multicast or reserved ranges. The check runs
-// at registration and again at every connection, on the addresses the connection will use, so a
-// DNS answer that changes in between (rebinding) cannot slip through.
+// Where deliveries may go: unless private networks are allowed, only public unicast addresses, checked at registration
+// and again on the addresses each connection uses, so a DNS answer changed in between (rebinding) cannot slip through.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -21,10 +18,8 @@ export function isPublicAddress(address: string): boolean {
   return parsed.range() === 'unicast';
 }
 
-// An IPv6 address that embeds an IPv4 address reaches that IPv4 host (through the kernel, a
-// NAT64 gateway or a tunnel relay), so it is judged by the IPv4 addresses it embeds: all of
-// them, when the form is ambiguous or names two hosts. ISATAP (::5efe:a.b.c.d) is left out: its
-// IPv4 address is only used inside the site its routable IPv6 prefix leads to.
+// An IPv6 address embedding IPv4 ones reaches them (kernel, NAT64, tunnel), so it is judged by all it may embed;
+// ISATAP is left out: its IPv4 address is used only inside the site its routable prefix leads to.
 function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
   const bytes = address.toByteArray();
   const at = (...indexes: number[]) => new ipaddr.IPv4(indexes.map((index) => bytes[index]!));
@@ -34,8 +29,7 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
   if (startsWith('::ffff:0:0', 96)) return [last32]; // IPv4-mapped
   if (startsWith('::ffff:0:0:0', 96)) return [last32]; // IPv4-translated (SIIT, RFC 6145)
   if (startsWith('64:ff9b::', 96)) return [last32]; // NAT64, well-known prefix (RFC 6052)
-  // NAT64, local-use prefix (RFC 8215): the operator picks a /48../96 inside it, and RFC 6052
-  // places the IPv4 address differently for each (skipping bits 64..71), so judge every reading.
+  // NAT64, local-use prefix (RFC 8215): RFC 6052 places the IPv4 address by prefix length, so every reading counts.
   if (startsWith('64:ff9b:1::', 48)) return [at(6, 7, 9, 10), at(7, 9, 10, 11), at(9, 10, 11, 12), last32];
   if (startsWith('2002::', 16)) return [at(2, 3, 4, 5)]; // 6to4: 2002:AABB:CCDD::/48
   // Teredo: the server's address, then the client's, stored inverted in the last 32 bits.

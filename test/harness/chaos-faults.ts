@@ -1,5 +1,5 @@
 // The faults of `npm run chaos` (test/harness/chaos.ts) as tests, a second or two each, against the real
-// server and real PostgreSQL / Redis / SQLite processes; see test/chaos.test.ts. They are spread over a few
+// server and real PostgreSQL / Redis / SQLite processes; see test/system/chaos.test.ts. They are spread over a few
 // test files (FAULT_GROUPS) so that tap runs them beside other files instead of one after the other in a
 // single long file; chaos.test.ts checks that every fault of FAULTS is in exactly one group.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// The bad day, measured: shared by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
+// The bad day, measured: shared by `npm run chaos` (scripts/chaos.ts) and test/system/chaos.test.ts.
 // Each fault runs against real processes: the real server (node src/entry.js, started as test/harness/process.ts
 // does) under concurrent keep-alive writers, and a real PostgreSQL cluster, redis-server, lock holder or
 // full disk from test/harness/. Per fault: warm up until writes are acknowledged, inject the fault,
@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { contractProblems, spec } from '../contract.ts';
+import { contractProblems, spec } from './contract.ts';
 import { Cleanup, serverEnv, startServer, type Exit, type RunningServer, type ServerEnv } from './process.ts';
 import { postgresBinDir, startPostgresCluster, type PostgresCluster } from './postgres-cluster.ts';
 import { redisServerAvailable, startRedisServer } from './redis-server.ts';

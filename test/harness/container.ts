@@ -1,4 +1,4 @@
-// The container image without a registry, for `npm run image` and test/container.test.ts: podman (or
+// The container image without a registry, for `npm run image` and test/system/container.test.ts: podman (or
 // buildah) builds a base from scratch holding the repository's own Node 24 and the libraries ldd
 // names, then the Containerfile on it (build argument BASE), its deps stage replaced by production
 // node_modules installed here (--build-context deps=<dir>). Builds use chroot isolation, so they

@@ -1,4 +1,4 @@
-// Repeated crash safety, shared by `npm run crash` (scripts/crash-cycles.ts) and test/crash-cycles.test.ts.
+// Repeated crash safety, shared by `npm run crash` (scripts/crash-cycles.ts) and test/system/crash-cycles.test.ts.
 // Each cycle starts the real server (node src/entry.js, PORT=0) on the same database, lets concurrent
 // writers create, replace and delete plants of their own over real sockets, and SIGKILLs the process
 // after a random delay. Between the kill and the restart a SQLite file must pass PRAGMA integrity_check;

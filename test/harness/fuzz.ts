@@ -1,6 +1,6 @@
 // Property-based hostile-input testing with fast-check against a live app (app.inject on a real
 // store). Every generated request must get an answer openapi.yaml documents, never a 5xx, with the
-// published Error body on every failure; every write must be all or nothing. test/fuzz.test.ts
+// published Error body on every failure; every write must be all or nothing. test/contract/fuzz.test.ts
 // runs it with a fixed seed and a small budget, scripts/fuzz.ts (`npm run fuzz`) with a large one.
 import type { FastifyInstance, LightMyRequestResponse as LightResponse } from 'fastify';
 import fc from 'fast-check';
@@ -9,8 +9,8 @@ import { parseJson } from '../../src/contract/json.ts';
 import { plantEtag } from '../../src/plants/representation.ts';
 import { WEBHOOK_EVENTS, type PlantContent, type PlantStore } from '../../src/store/types.ts';
 import { hashToken, tokenHint } from '../../src/tokens/format.ts';
-import { contractProblems, spec } from '../contract.ts';
-import { AUTH, TOKEN, build } from '../helper.ts';
+import { contractProblems, spec } from './contract.ts';
+import { AUTH, TOKEN, build } from './helper.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Fixed credentials. Tokens without the `pst_` prefix skip the checksum, so they can be constants.
@@ -656,7 +656,7 @@ type Json = Record<string, any>;
  * light-my-request resolves the URL (dot segments), the router decodes the path with decodeURI
  * (`/%70lants/1` is `/plants/1`; `%2F` stays inside its segment), and a path parameter may be
  * empty (`/plants/`: the templated route, whose validation answers 400). `contractUrl` is a URL
- * test/contract.ts finds the same operation by.
+ * test/harness/contract.ts finds the same operation by.
  */
 export function operationOf(method: string, url: string): { path: string; operationId: string; responses: Json; contractUrl: string } | undefined {
   const routed = routerPath(url);
@@ -703,7 +703,7 @@ export interface IssueContext {
 }
 
 /**
- * Problems that are known, each with a todo regression test in test/hostile-input.test.ts. A
+ * Problems that are known, each with a todo regression test in test/contract/hostile-input.test.ts. A
  * problem one of them excuses is counted, not failed, so the suite stays green while they are
  * open; FUZZ_STRICT=1 makes `npm run fuzz` fail on them too. A 5xx, an inconsistent store or a
  * malformed Error body never matches one.
@@ -1278,7 +1278,7 @@ export function formatSummary(summary: FuzzSummary): string {
     ...[...summary.statuses].sort(([a], [b]) => a.localeCompare(b)).map(([key, value]) => `  ${key.padEnd(34)} ${value}`),
     'input classes (top 60):',
     ...[...summary.classes].sort(([, a], [, b]) => b - a).slice(0, 60).map(([key, value]) => `  ${key.padEnd(60)} ${value}`),
-    `known issues (each has a todo test in test/hostile-input.test.ts):${summary.knownIssues.size === 0 ? ' none seen' : ''}`,
+    `known issues (each has a todo test in test/contract/hostile-input.test.ts):${summary.knownIssues.size === 0 ? ' none seen' : ''}`,
     ...[...summary.knownIssues].map(([name, { count, example }]) => `  ${count} × ${name}\n      e.g. ${example}`),
     `final walk of GET /plants: ${summary.finalProblems.length === 0 ? 'consistent' : summary.finalProblems.join('; ')}`,
     summary.failure === undefined ? 'every property held' : `COUNTEREXAMPLE:\n${summary.failure}`,

@@ -10,7 +10,7 @@ export const PROCESS_STARTERS = ['node:child_process', 'child_process', 'playwri
 
 /** In-process, but each takes about as long as all the other quick files together. */
 export const SLOW: Record<string, string> = {
-  'test/fuzz.test.ts': 'thousands of generated requests',
+  'test/contract/fuzz.test.ts': 'thousands of generated requests',
   'test/http-postgres.test.ts': 'the HTTP suite again, on PostgreSQL',
 };
 
@@ -39,13 +39,12 @@ export function processStartersReached(file: string, seen = new Set<string>()): 
   return found;
 }
 
-/** Every test file (test/*.test.ts, as tap's include says), relative to the repository. */
+/** Every test file below test/ (tap's include), relative to the repository. */
 export function testFiles(): string[] {
-  const dir = join(REPO_ROOT, 'test');
-  return readdirSync(dir)
+  return readdirSync(join(REPO_ROOT, 'test'), { recursive: true, encoding: 'utf8' })
     .filter((name) => name.endsWith('.test.ts'))
-    .sort()
-    .map((name) => `test/${name}`);
+    .map((name) => `test/${name}`)
+    .sort();
 }
 
 /** The test files npm run test:quick runs. */

@@ -1,11 +1,8 @@
-// Swagger UI, made for people: served by the service as @fastify/swagger-ui theme JavaScript.
-// It runs before window.onload, where @fastify/swagger-ui's initializer calls SwaggerUIBundle(config),
-// so it wraps SwaggerUIBundle to add one plugin (the initializer's config has no hook for that).
+// Swagger UI theme JavaScript: it wraps SwaggerUIBundle to add one plugin, as the initializer's config has no hook for it.
 (function () {
   'use strict';
 
-  // A top bar with the logo, the API's own title and links to the published contract, in place of
-  // the stock one whose "Explore" box shows the URL the UI loads its copy of the spec from.
+  // The logo, the API's title and the published contract, not the stock box showing the URL of the UI's own copy.
   function topbar(system) {
     const h = system.React.createElement;
     return function Topbar() {
@@ -22,8 +19,7 @@
     };
   }
 
-  // Swagger UI shows a JSON response as JSON.stringify(JSON.parse(text)), which rounds every
-  // integer above 2^53 (ids are int64). Integers that a double cannot hold are kept as written.
+  // Swagger UI shows JSON as JSON.stringify(JSON.parse(text)), rounding int64 ids past 2^53: those are kept as written.
   function exactJson(text) {
     const keepDigits = (_key, value, context) =>
       typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value) && context && context.source

@@ -1,0 +1,45 @@
+// MAX_CONNECTIONS over real sockets: at the limit, the connection idle the longest is closed to
+// admit a new one (a health probe gets in whatever idle connections a client holds), and a
+// connection with a request in flight is never the one closed.
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { AUTH, build } from '../harness/helper.ts';
+import { openRaw } from '../harness/raw-http.ts';
+import { loadConfig } from '../../src/config.ts';
+
+const HEALTHZ = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+
+t.test('at MAX_CONNECTIONS, the oldest idle connection is closed to admit a new one; one with a request in flight stays', async (t) => {
+  const { app } = await build(t, { limits: { ...loadConfig({}).limits, connections: 3 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+
+  // In flight: its body is still to come. The 100 Continue shows the server has the request.
+  const busy = await openRaw(port);
+  const body = JSON.stringify({ id: 1, name: 'Monstera' });
+  busy.socket.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.authorization}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+  );
+  t.equal((await busy.response(0)).statusCode, 100);
+
+  const oldest = await openRaw(port);
+  oldest.socket.write(HEALTHZ);
+  t.equal((await oldest.response(0)).statusCode, 200);
+  const newer = await openRaw(port);
+  newer.socket.write(HEALTHZ);
+  t.equal((await newer.response(0)).statusCode, 200);
+
+  // The fourth connection: the probe is answered, and the connection idle the longest is closed.
+  const probe = await openRaw(port);
+  probe.socket.write(HEALTHZ);
+  t.equal((await probe.response(0)).statusCode, 200, 'the probe is answered');
+  t.same(await oldest.closed, { byServer: true }, 'the connection idle the longest was closed by the server');
+
+  // The others stay usable, the one in flight included.
+  busy.socket.write(body);
+  const answered = await busy.response(1);
+  t.equal(answered.statusCode, 200, `the request in flight is answered: ${answered.body}`);
+  newer.socket.write(HEALTHZ);
+  t.equal((await newer.response(1)).statusCode, 200, 'the newer idle connection is still open');
+  for (const connection of [busy, newer, probe]) connection.destroy();
+});
