@@ -64,7 +64,7 @@ async function fill(from: number, to: number): Promise<number> {
     const end = Math.min(start + FILL_BATCH, to);
     const creates = [];
     for (let id = start; id < end; id++) {
-      creates.push(store.createPlant({ id: BigInt(id), name: `plant ${id}`, ...(id % 10 === 0 && { tag: 'fern' }) }));
+      creates.push(store.plants.createPlant({ id: BigInt(id), name: `plant ${id}`, ...(id % 10 === 0 && { tag: 'fern' }) }));
     }
     await Promise.all(creates);
   }

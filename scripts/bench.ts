@@ -435,7 +435,7 @@ async function fillTo(target: Target, size: number): Promise<void> {
     for (let filled = 0; filled < size - existing; filled += batch) {
       const writes = [];
       for (let i = filled; i < Math.min(filled + batch, size - existing); i++) {
-        writes.push(store.createPlant({ id: BigInt(LARGE_BASE + 2 * i), name: `plant ${i}`, tag: i % 10 === 0 ? 'fern' : 'bulk' }));
+        writes.push(store.plants.createPlant({ id: BigInt(LARGE_BASE + 2 * i), name: `plant ${i}`, tag: i % 10 === 0 ? 'fern' : 'bulk' }));
       }
       await Promise.all(writes);
     }
@@ -448,7 +448,7 @@ async function fillTo(target: Target, size: number): Promise<void> {
 async function countPlants(store: Awaited<ReturnType<typeof openStore>>): Promise<number> {
   let count = 0;
   for (let after: bigint | undefined; ; ) {
-    const page = await store.listPlants({ after, limit: 10_000 });
+    const page = await store.plants.listPlants({ after, limit: 10_000 });
     count += page.length;
     if (page.length < 10_000) return count;
     after = page.at(-1)!.id;

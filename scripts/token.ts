@@ -13,7 +13,7 @@ try {
     const requirements = [...deriveOperationFacts(readSpecification()).values()].flatMap((facts) => facts.security);
     const knownScopes = [...new Set(requirements.flatMap((requirement) => Object.values(requirement).flat()))].sort();
     process.exitCode = await runTokenCommand(process.argv.slice(2), {
-      store,
+      store: store.tokens,
       knownScopes,
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`),

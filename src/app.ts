@@ -47,8 +47,9 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   // Tokens are known at start (issued ones by their shape): one rule for logs, request ids and spans.
   const redact = createRedaction(config.apiTokens);
   const app = Fastify(serverOptions(config, redact, logStream));
-  await app.register(observability, { pendingDeliveries: () => plainStore.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace, redact });
-  const store = app.observability.instrument(plainStore);
+  await app.register(observability, { pendingDeliveries: () => plainStore.webhooks.countPendingDeliveries(), tracing: config.tracing, withOutboxTrace, redact });
+  const { instrument } = app.observability;
+  const [plants, tokens, webhooks] = [instrument(plainStore.plants), instrument(plainStore.tokens), instrument(plainStore.webhooks)];
   await app.register(contract, {
     bodyLimit: BODY_LIMIT,
     isUnavailable: (error) => error instanceof StoreUnavailableError,
@@ -56,14 +57,14 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   });
   await app.register(security, {
     corsOrigins: config.corsOrigins,
-    tokens: { staticTokens: config.apiTokens, store, now: clock },
+    tokens: { staticTokens: config.apiTokens, store: tokens, now: clock },
     authFailuresPerMinute: config.authFailuresPerMinute,
     rateLimit: { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl, redisTimeoutMs: config.timeouts.redisMs },
   });
   await app.register(transport, { limits: config.limits });
 
   const dispatcher = new WebhookDispatcher({
-    store,
+    store: webhooks,
     log: app.log,
     ...config.webhooks,
     deliveredRetentionMs: config.webhooks.retentionMs,
@@ -81,9 +82,9 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   // One handler per operation of openapi.yaml, named by its operationId: the type check names any missing.
   const handlers: ServiceHandlers = {
     // A plant change wrote events to the outbox: deliver them now rather than at the next poll.
-    ...createPlantHandlers({ store, afterChange: () => dispatcher.wake() }),
-    ...createWebhookHandlers({ store, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
-    ...createHealthHandlers({ ping: () => store.ping(), stopping: () => app.lifecycle.draining }),
+    ...createPlantHandlers({ store: plants, afterChange: () => dispatcher.wake() }),
+    ...createWebhookHandlers({ store: webhooks, allowPrivateNetworks: config.webhooks.allowPrivateNetworks, subscriptionsMax: config.webhooks.subscriptionsMax }),
+    ...createHealthHandlers({ ping: instrument({ ping: () => plainStore.ping() }).ping, stopping: () => app.lifecycle.draining }),
     ...createDocsHandlers(readSpecificationText),
     getMetrics: createMetricsHandler(app.observability.metrics),
   };

@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   // Created only once listening succeeded: a token made by a start that then failed would never be shown.
-  const firstToken = await ensureFirstToken(store, config.apiTokens);
+  const firstToken = await ensureFirstToken(store.tokens, config.apiTokens);
   if (firstToken) announceFirstToken(firstToken, { ...config, port });
 }
 

@@ -3,7 +3,7 @@ import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { OperationHandler } from '../contract/operations.ts';
 import { keysetPages } from '../contract/paging.ts';
-import { type ConditionalWrite, type PlantRecord, type PlantStore, type Precondition } from '../store/types.ts';
+import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition } from '../store/types.ts';
 import { plantEtag } from './representation.ts';
 
 export interface PlantHandlers {
@@ -15,7 +15,7 @@ export interface PlantHandlers {
 }
 
 /** `afterChange` is called after a write that added webhook deliveries, or may have: the store did not say it added none. */
-export function createPlantHandlers({ store, afterChange }: { store: PlantStore; afterChange?: () => void }): PlantHandlers {
+export function createPlantHandlers({ store, afterChange }: { store: PlantRepository; afterChange?: () => void }): PlantHandlers {
   const plantPage = keysetPages<PlantRecord>('/plants', (plant) => plant.id);
   return {
     async createPlant(request) {

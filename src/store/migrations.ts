@@ -1,8 +1,7 @@
-// Versioned schema migrations, applied in order by sql.ts's migrate; versions only ever append. Each is
-// written once: the few types the dialects spell differently are named in braces (see SPELLED).
+// Versioned schema migrations, applied in order by migrate(); versions only ever append. Each is written
+// once, for both dialects: the few types they spell differently come from SPELLED.
+import { all, run, sql, type Dialect, type Steps } from './sql.ts';
 import type { EveryPlantField } from './types.ts';
-
-export type Dialect = 'sqlite' | 'postgres';
 
 /** The migration that gives each field of a plant its column: a field added to the spec fails here until one does. */
 export const PLANT_FIELD_MIGRATIONS: EveryPlantField<number> = { name: 1, tag: 1 };
@@ -14,7 +13,8 @@ export const MIGRATION_TABLE: Record<Dialect, string> = {
 };
 
 // An id the database numbers, a 64-bit integer, a double, a point in time, and how a table ends (SQLite: typed strictly).
-const SPELLED: Record<Dialect, Record<'serial' | 'int8' | 'float8' | 'time' | 'table', string>> = {
+type Spelled = Record<'serial' | 'int8' | 'float8' | 'time' | 'table', string>;
+const SPELLED: Record<Dialect, Spelled> = {
   sqlite: { serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', int8: 'INTEGER', float8: 'REAL', time: 'TEXT', table: ') STRICT' },
   postgres: { serial: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', int8: 'BIGINT', float8: 'DOUBLE PRECISION', time: 'TIMESTAMPTZ', table: ')' },
 };
@@ -22,76 +22,85 @@ const SPELLED: Record<Dialect, Record<'serial' | 'int8' | 'float8' | 'time' | 't
 export interface Migration {
   version: number;
   name: string;
-  sql: string;
+  /** The DDL, given how the dialect spells its types. */
+  sql: (spelled: Spelled) => string;
 }
 
-/** The migration's SQL as the dialect spells it. */
-export function spelled(migration: Migration, dialect: Dialect): string {
-  return migration.sql.replace(/\{(serial|int8|float8|time|table)\}/g, (_, type: keyof (typeof SPELLED)[Dialect]) => SPELLED[dialect][type]);
+/** Applies pending migrations; the driver runs it in one transaction that instances starting together take in turns. */
+export function* migrate(dialect: Dialect): Steps<void> {
+  yield { kind: 'exec', script: MIGRATION_TABLE[dialect] };
+  const [row] = (yield all(sql`SELECT max(version) AS version FROM schema_migrations`)) as { version: number | bigint | null }[];
+  const current = Number(row?.version ?? 0);
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
+  for (const { version, name, sql: ddl } of migrations.filter((m) => m.version > current)) {
+    yield { kind: 'exec', script: ddl(SPELLED[dialect]) };
+    yield run(sql`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${version}, ${name}, ${new Date().toISOString()})`);
+  }
 }
 
 export const migrations: readonly Migration[] = [
   {
     version: 1,
     name: 'plants and api tokens',
-    sql: `
+    sql: ({ int8, serial, table, time }) => `
       CREATE TABLE plants (
-        id {int8} PRIMARY KEY,
+        id ${int8} PRIMARY KEY,
         name TEXT NOT NULL,
         tag TEXT
-      {table};
+      ${table};
       CREATE TABLE api_tokens (
-        id {serial},
+        id ${serial},
         name TEXT NOT NULL UNIQUE,
         token_hash TEXT NOT NULL UNIQUE,
         hint TEXT NOT NULL,
-        created_at {time} NOT NULL
-      {table};
+        created_at ${time} NOT NULL
+      ${table};
     `,
   },
   {
     version: 2,
     name: 'index plants by tag for filtered pages',
-    sql: 'CREATE INDEX plants_by_tag ON plants (tag, id);',
+    sql: () => 'CREATE INDEX plants_by_tag ON plants (tag, id);',
   },
   {
     version: 3,
     name: 'token scopes, expiry, revocation and last use',
-    sql: `
+    sql: ({ time }) => `
       ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';
-      ALTER TABLE api_tokens ADD COLUMN expires_at {time};
-      ALTER TABLE api_tokens ADD COLUMN revoked_at {time};
-      ALTER TABLE api_tokens ADD COLUMN last_used_at {time};
+      ALTER TABLE api_tokens ADD COLUMN expires_at ${time};
+      ALTER TABLE api_tokens ADD COLUMN revoked_at ${time};
+      ALTER TABLE api_tokens ADD COLUMN last_used_at ${time};
     `,
   },
   {
     version: 4,
     name: 'webhook subscriptions and the delivery outbox',
-    sql: `
+    sql: ({ int8, serial, table, time }) => `
       CREATE TABLE webhook_subscriptions (
-        id {serial},
+        id ${serial},
         url TEXT NOT NULL,
         events TEXT NOT NULL,
         secret TEXT NOT NULL,
-        created_at {time} NOT NULL,
-        disabled_at {time},
+        created_at ${time} NOT NULL,
+        disabled_at ${time},
         disabled_reason TEXT
-      {table};
+      ${table};
       CREATE TABLE webhook_deliveries (
-        id {serial},
+        id ${serial},
         message_id TEXT NOT NULL UNIQUE,
-        subscription_id {int8} NOT NULL,
+        subscription_id ${int8} NOT NULL,
         event TEXT NOT NULL,
         payload TEXT NOT NULL,
-        created_at {time} NOT NULL,
+        created_at ${time} NOT NULL,
         status TEXT NOT NULL,
         attempts INTEGER NOT NULL DEFAULT 0,
-        next_attempt_at {time},
-        claimed_until {time},
-        last_attempt_at {time},
+        next_attempt_at ${time},
+        claimed_until ${time},
+        last_attempt_at ${time},
         last_response_status INTEGER,
         last_error TEXT
-      {table};
+      ${table};
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
       CREATE INDEX webhook_deliveries_by_subscription ON webhook_deliveries (subscription_id, id);
     `,
@@ -99,21 +108,21 @@ export const migrations: readonly Migration[] = [
   {
     version: 5,
     name: 'the traceparent of the change behind each webhook delivery',
-    sql: 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
+    sql: () => 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
   },
   {
     version: 6,
     name: 'the previous webhook secret, signing alongside the new one until the overlap ends',
-    sql: `
+    sql: ({ time }) => `
       ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret TEXT;
-      ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until {time};
+      ALTER TABLE webhook_subscriptions ADD COLUMN previous_secret_until ${time};
     `,
   },
   {
     version: 7,
     name: 'whether a webhook receiver answered its latest attempt; indexes that let a claim read a few rows per subscription',
-    sql: `
-      ALTER TABLE webhook_subscriptions ADD COLUMN answered_at {time};
+    sql: ({ time }) => `
+      ALTER TABLE webhook_subscriptions ADD COLUMN answered_at ${time};
       DROP INDEX webhook_deliveries_due;
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, subscription_id, next_attempt_at, id);
       CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (claimed_until);

@@ -1,7 +1,5 @@
-// Why a store named by DATABASE_URL cannot be opened, in one line an operator can act on: what is
-// wrong with the value or the place it names, and what to do. Never the password: a PostgreSQL
-// target is described by its user, host, port and database only.
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+// Why the store DATABASE_URL names cannot be opened, in one line an operator can act on; never the password.
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { NotPrivateError } from './sqlite-files.ts';
 
@@ -116,17 +114,8 @@ function realAncestorPath(path: string): string {
 
 function nearestExisting(path: string): string {
   let current = path;
-  while (!exists(current)) current = dirname(current);
+  while (!existsSync(current)) current = dirname(current);
   return current;
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function decodeURIComponentSafe(text: string): string {

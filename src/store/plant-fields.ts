@@ -1,32 +1,24 @@
-// The plant fields the store keeps, each with the kind of column that holds it: every plant statement of
-// both databases is written from this list, and the start compares it with openapi.yaml, because a declared
-// field that no column holds would be validated, echoed in the answer and then silently dropped.
+// The plant fields the store keeps, each with its kind of column: every plant statement is written from this list, and the start
+// compares it with openapi.yaml, as a declared field that no column holds would be accepted, echoed, then silently dropped.
 import { SpecificationError } from '../spec-path.ts';
 import { PLANT_FIELD_MIGRATIONS } from './migrations.ts';
 import type { EveryPlantField, PlantContent } from './types.ts';
 
-/**
- * How a kind of field is held: the PostgreSQL array type its batched creates are sent as, and how a column
- * value reads back. Integer columns read as BigInt; an `integer` field without `format: int64` is a Number
- * in requests and answers, so it reads back as one (and compares equal on a replayed create).
- */
+/** How a kind of field is held: the PostgreSQL array type of batched creates, and how a column reads back (BigInt, but int32 as a Number). */
 export const COLUMN_KINDS = {
   /** `type: string`: a TEXT column. */
   text: { pgArray: 'text[]', read: (value: unknown) => value },
-  /** `type: number`: a {float8} column. */
+  /** `type: number`: a float8 column. */
   number: { pgArray: 'float8[]', read: (value: unknown) => value },
-  /** `type: integer` (int32 or no format): an {int8} column. */
+  /** `type: integer` (int32 or no format): an int8 column. */
   integer: { pgArray: 'int8[]', read: (value: unknown) => Number(value) },
-  /** `type: integer, format: int64`: an {int8} column, read as the exact BigInt. */
+  /** `type: integer, format: int64`: an int8 column, read as the exact BigInt. */
   int64: { pgArray: 'int8[]', read: (value: unknown) => value },
 } as const;
 
 export type ColumnKind = keyof typeof COLUMN_KINDS;
 
-/**
- * Every field of a plant but its id, in column order; the column has the field's name. A field added to
- * Plant in openapi.yaml fails the type check here, naming it, until it is listed.
- */
+/** Every field of a plant but its id, in column order, each column named as its field; a field added to openapi.yaml fails the type check here. */
 export const PLANT_FIELDS: EveryPlantField<ColumnKind> = { name: 'text', tag: 'text' };
 
 export type PlantField = keyof PlantContent;

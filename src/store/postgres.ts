@@ -1,14 +1,14 @@
-// The PostgreSQL driver of the store (sql.ts), through `pg`; also for wire-compatible distributed SQL
-// engines. Every instance of the service may share one database: uniqueness, identical-replay checks and
-// conditional writes are decided by the database inside one statement or transaction, so racing
-// instances get exactly one winner. Plain parameterized queries only, and locks that end with their
-// transaction: no state outlives a transaction, so a pooler in transaction mode may stand in between.
+// The PostgreSQL driver, through `pg`, for any number of instances sharing one database: every rule is decided by the database
+// in one statement or transaction, with plain parameterized queries and transaction-scoped locks, so a pooler in transaction mode fits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { all, judged, migrate, outboxInsert, plantsWhere, selectPlants, SqlStore, toPlants, type Driver, type EventOrigin, type Spelling, type Statement,
-  type Steps, type WriteScope } from './sql.ts';
+import { migrate } from './migrations.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
+import { judged, plantsWhere, toPlants } from './plants.ts';
+import { all, joined, raw, Sql, sql, type Driver, type EventOrigin, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { SqlStore } from './store.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type PlantRecord } from './types.ts';
+import { outboxInsert } from './webhooks.ts';
 
 export interface PostgresOptions {
   poolSize: number;
@@ -25,13 +25,11 @@ export interface PostgresOptions {
 /** A start gave up on an unreachable server; says how long it tried. */
 export class StartupGaveUpError extends StoreUnavailableError {
   readonly triedForMs: number;
-  readonly attempts: number;
 
-  constructor(cause: unknown, triedForMs: number, attempts: number) {
+  constructor(cause: unknown, triedForMs: number) {
     super(cause);
     this.name = 'StartupGaveUpError';
     this.triedForMs = triedForMs;
-    this.attempts = attempts;
   }
 }
 
@@ -42,28 +40,26 @@ const MIGRATION_LOCK = 7_240_318_001;
 const TURN_LOCKS = { 'first token': 7_240_318_002, subscription: 7_240_318_003 } as const;
 const INT8_OID = 20;
 
+// Creates and their events in one statement (group commit), in id order so racing batches lock alike; answers the ids inserted.
+const FIELD_LIST = raw(PLANT_FIELD_NAMES.join(', '));
+const BATCH_COLUMNS = raw(['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'].join(', '));
+const NEW_EVENTS = raw('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s');
 
-// Many creates and their events in one statement (group commit): distinct ids in id order, so that two
-// batches racing on the same ids lock them in the same order. Answers the ids inserted, each with
-// whether the batch wrote deliveries (every created row joins the same subscriptions).
-// Parameters: the ids, one array per field of PLANT_FIELDS, the keys, payloads and traceparents, then the time.
-const BATCH_COLUMNS = ['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'];
-const BATCH_ARRAYS = ['int8[]', ...PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].pgArray), 'text[]', 'text[]', 'text[]'];
-const FIELD_LIST = PLANT_FIELD_NAMES.join(', ');
-const CREATE_PLANTS = `WITH input AS (
-    SELECT * FROM unnest(${BATCH_ARRAYS.map((type, at) => `$${at + 1}::${type}`).join(', ')}) AS t(${BATCH_COLUMNS.join(', ')})),
-  created AS (
-    INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
-  events AS (
-    ${outboxInsert('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s', 'plant.created', 'input.key', 'input.payload', `$${BATCH_ARRAYS.length + 1}::timestamptz`, 'input.traceparent')}
-    RETURNING 1)
-  SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
-
-const PLANTS_BY_IDS = selectPlants('id = ANY(?::int8[])');
-
-/** A field's value in a batch's array: int64 fields as text, which pg writes exactly; no value as NULL. */
-function asParameter(value: unknown): unknown {
-  return typeof value === 'bigint' ? String(value) : (value ?? null);
+function createPlants(creates: PendingCreate[]): Sql {
+  const column = (values: unknown[], type: string) => sql`${values}::${raw(type)}`;
+  const arrays = joined([
+    column(creates.map(({ plant }) => String(plant.id)), 'int8[]'),
+    // A field's value: int64 fields as text, which pg writes exactly; no value as NULL.
+    ...PLANT_FIELD_NAMES.map((field) => column(creates.map(({ plant }) => (typeof plant[field] === 'bigint' ? String(plant[field]) : (plant[field] ?? null))), COLUMN_KINDS[PLANT_FIELDS[field]].pgArray)),
+    column(creates.map(({ origin }) => origin.key), 'text[]'),
+    column(creates.map(({ plant }) => eventPayload(plant)), 'text[]'),
+    column(creates.map(({ origin }) => origin.traceparent), 'text[]'),
+  ], ', ');
+  const events = outboxInsert(NEW_EVENTS, 'plant.created', raw('input.key'), raw('input.payload'), sql`${new Date().toISOString()}::timestamptz`, raw('input.traceparent'));
+  return sql`WITH input AS (SELECT * FROM unnest(${arrays}) AS t(${BATCH_COLUMNS})),
+    created AS (INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+    events AS (${events} RETURNING 1)
+    SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 }
 
 interface PendingCreate {
@@ -81,10 +77,11 @@ export class PostgresStore extends SqlStore {
 class PostgresDriver implements Driver {
   readonly spelling: Spelling = {
     dialect: 'postgres',
-    forUpdate: ' FOR UPDATE',
-    skipLocked: (table) => ` FOR UPDATE OF ${table} SKIP LOCKED`,
-    takeTurns: (kind) => `SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`,
-    firstDeliveries: (where, order) => `CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER)) x`,
+    forUpdate: raw(' FOR UPDATE'),
+    skipLocked: (table) => raw(` FOR UPDATE OF ${table} SKIP LOCKED`),
+    takeTurns: (kind) => raw(`SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`),
+    firstDeliveries: (where, order, limit) =>
+      sql`CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER)) x`,
   };
   readonly #pool: pg.Pool;
   #closed = false;
@@ -96,8 +93,6 @@ class PostgresDriver implements Driver {
   readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
-  /** Each SQL text with its `?` placeholders numbered as PostgreSQL wants them. */
-  readonly #numbered = new Map<string, string>();
 
   private constructor(pool: pg.Pool, pingTimeoutMs: number) {
     this.#pool = pool;
@@ -111,7 +106,7 @@ class PostgresDriver implements Driver {
     try {
       // Under a lock held until commit, so that instances starting together migrate in turns.
       const migration = function* () {
-        yield all(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+        yield all(raw(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
         yield* migrate('postgres');
       };
       await withStartupRetry(() => migrator.write(migration, 'transaction'), options);
@@ -125,14 +120,9 @@ class PostgresDriver implements Driver {
     return this.#track(() => this.#steps(work(), this.#pool));
   }
 
-  async query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
-    if (this.#closed) throw new Error('The store is closed.');
-    this.#inFlight++;
-    try {
-      return answer(await this.#execute(statement, this.#pool));
-    } finally {
-      if (--this.#inFlight === 0) this.#onIdle?.();
-    }
+  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+    const statement = read instanceof Sql ? all(read) : read;
+    return this.#track(async () => answer(await this.#execute(statement, this.#pool)));
   }
 
   /** A write of one statement commits on its own; any other runs in a transaction. */
@@ -157,17 +147,11 @@ class PostgresDriver implements Driver {
     return result.value;
   }
 
-  /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang on a database that neither answers nor refuses. */
+  /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang. */
   async ping(): Promise<void> {
     const timeoutMs = this.#pingTimeoutMs;
-    const ping = this.#track(async () => {
-      try {
-        // query_timeout also discards the connection that did not answer.
-        await this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig); // per-query option the types omit
-      } catch (error) {
-        throw unavailableOr(error);
-      }
-    });
+    // query_timeout (a per-query option the types omit) also discards the connection that did not answer.
+    const ping = this.#track(() => this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig).catch(rethrown));
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_resolve, reject) => {
       // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
@@ -196,16 +180,9 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      ({ rows } = await this.#pool.query<{ id: bigint; wrote_deliveries: boolean }>({ text: CREATE_PLANTS, values: [
-        distinct.map(({ plant }) => String(plant.id)),
-        ...PLANT_FIELD_NAMES.map((field) => distinct.map(({ plant }) => asParameter(plant[field]))),
-        distinct.map(({ origin }) => origin.key),
-        distinct.map(({ plant }) => eventPayload(plant)),
-        distinct.map(({ origin }) => origin.traceparent),
-        new Date().toISOString(),
-      ] }));
+      rows = (await this.#execute(all(createPlants(distinct)), this.#pool)) as typeof rows;
     } catch (error) {
-      if (isConnectionError(error)) throw new StoreUnavailableError(error);
+      if (error instanceof StoreUnavailableError) throw error;
       // Something the database refuses in one plant (or a lost race) must not fail the others.
       return Promise.allSettled(creates.map((create) => create.alone()));
     }
@@ -213,7 +190,7 @@ class PostgresDriver implements Driver {
     const eventWritten = rows.some((row) => row.wrote_deliveries);
     const isCreated = (create: PendingCreate) => created.has(create.plant.id) && first.get(create.plant.id) === create;
     const others = creates.filter((create) => !isCreated(create)).map((create) => String(create.plant.id));
-    const stored = others.length === 0 ? [] : await this.query(plantsWhere(PLANTS_BY_IDS, others), toPlants);
+    const stored = others.length === 0 ? [] : await this.query(plantsWhere(sql`id = ANY(${others}::int8[])`), toPlants);
     const byId = new Map(stored.map((plant) => [plant.id, plant]));
     return Promise.allSettled(
       creates.map(async (create): Promise<CreateResult> => {
@@ -235,10 +212,10 @@ class PostgresDriver implements Driver {
     // The statement that writes the outbox rows finds the subscribers itself.
     if (statement.kind === 'wanted') return true;
     try {
-      if (statement.kind === 'exec') return await on.query(statement.sql);
+      if (statement.kind === 'exec') return await on.query(statement.script);
       // Unnamed: a named statement lives in its server session, which a pooler in transaction mode shares between clients.
-      const text = this.#placeholders(statement.sql);
-      const values = statement.params;
+      const text = statement.sql.text('postgres');
+      const values = statement.sql.values;
       const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
@@ -246,35 +223,20 @@ class PostgresDriver implements Driver {
     }
   }
 
-  #placeholders(sql: string): string {
-    let numbered = this.#numbered.get(sql);
-    if (numbered === undefined) {
-      let count = 0;
-      numbered = sql.replace(/\?/g, () => `$${++count}`);
-      this.#numbered.set(sql, numbered);
-    }
-    return numbered;
-  }
-
   async #transaction<T>(work: () => Steps<T>): Promise<T> {
-    let client: pg.PoolClient;
+    const client = await this.#pool.connect().catch(rethrown);
     try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailableOr(error);
-    }
-    try {
-      await client.query('BEGIN');
+      await client.query('BEGIN').catch(rethrown);
       const result = await this.#steps(work(), client);
-      await client.query('COMMIT');
+      await client.query('COMMIT').catch(rethrown);
       client.release();
       return result;
     } catch (error) {
-      let broken = error instanceof StoreUnavailableError || isConnectionError(error);
+      let broken = error instanceof StoreUnavailableError;
       // A ROLLBACK that failed (its deadline passed) leaves the connection unusable too.
       if (!broken) broken = await client.query('ROLLBACK').then(() => false, () => true);
       client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
-      throw unavailableOr(error);
+      throw error;
     }
   }
 
@@ -290,12 +252,7 @@ class PostgresDriver implements Driver {
   }
 }
 
-/**
- * Every wait for the server is bounded, since a stopped server cannot enforce its own statement_timeout:
- * a connection from the pool within connectionTimeoutMillis, each statement's answer within query_timeout
- * (pg's Client options, which the pool passes to each client). A statement that missed it fails, and its
- * connection is released with the error: the pool discards it instead of handing out one still waiting.
- */
+/** Every wait for the server is bounded (a stopped server enforces no statement_timeout); a connection that missed one is discarded. */
 function newPool(databaseUrl: string, options: PostgresOptions, max: number, queryTimeoutMs: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -309,10 +266,8 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
   });
   // An idle connection that dies must be reported, never crash the process; the pool replaces it.
   pool.on('error', (error) => options.onConnectionError?.(error));
-  // pg-pool listens for errors on idle clients only: one that dies while checked out (inside a
-  // transaction, between two queries) would emit 'error' with no listener and end the process.
-  // The query it breaks fails (503), and the pool discards the client on release (not queryable).
-  pool.on('connect', (client) => client.on('error', ignoreCheckedOutError));
+  // pg-pool listens on idle clients only: one dying while checked out would end the process. The query it breaks fails instead.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
@@ -325,10 +280,10 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
     try {
       return await work();
     } catch (failure) {
-      const error = failure instanceof StoreUnavailableError ? failure.cause : failure;
-      if (!isConnectionError(error)) throw error;
+      if (!(failure instanceof StoreUnavailableError)) throw failure;
+      const error = failure.cause;
       const left = giveUpAt - performance.now();
-      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started, attempt);
+      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started);
       // The last wait is cut short so that the last try falls on the deadline.
       const wait = Math.min(delay, left);
       options.onConnectionError?.(error as Error, Math.round(wait));
@@ -338,24 +293,17 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
   }
 }
 
-function ignoreCheckedOutError(): void {
-  // Reported where it matters: by the query it fails, or by the pool's 'error' event once idle.
+/** The server's errors by SQLSTATE (08: connection, 57P0x: shutting down, 53300: too many connections); any other failure of pg means no answer came. */
+export function isConnectionError(error: unknown): boolean {
+  if (error instanceof pg.DatabaseError) return error.code !== undefined && (error.code.startsWith('08') || error.code.startsWith('57P0') || error.code === '53300');
+  return error instanceof Error && !(error instanceof TypeError);
 }
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-// SQLSTATE class 08 (connection exception), 57P0x (server shutting down), 53300 (too many
-// connections), socket errors, and pg's own messages for a dropped or timed-out connection.
-function isConnectionError(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && (code.startsWith('08') || code.startsWith('57P0') || code === '53300' || CONNECTION_ERROR_CODES.has(code))) {
-    return true;
-  }
-  return /Connection terminated|timeout exceeded when trying to connect|connection error|Query read timeout|Cannot use a pool after calling end/i.test(
-    (error as Error)?.message ?? '',
-  );
+function rethrown(error: unknown): never {
+  throw unavailableOr(error);
 }
 
+/** A failure of pg, as StoreUnavailableError when no answer came. */
 function unavailableOr(error: unknown): unknown {
-  return isConnectionError(error) && !(error instanceof StoreUnavailableError) ? new StoreUnavailableError(error) : error;
+  return isConnectionError(error) ? new StoreUnavailableError(error) : error;
 }

@@ -1,9 +1,5 @@
-// The SQLite files are private to the service's user whatever the umask: they hold token hashes and
-// webhook signing secrets. SQLite creates a new database 0644 (less the umask) and gives its -wal and
-// -shm the database file's mode (and, as root, its owner), so the database file is created 0600 here
-// before SQLite opens it. Another local user must not be able to plant or swap any of these files, so
-// the directory must be this user's alone, and a file of another user's, a symbolic link, or a file
-// that cannot be made private stops the open (NotPrivateError) rather than a warning.
+// The SQLite files hold token hashes and webhook secrets: private to the service's user whatever the umask (the database is
+// created 0600 before SQLite opens it), in a directory only this user may change, or the open stops (NotPrivateError).
 import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -42,12 +38,7 @@ export function preparePrivateFiles(path: string): string[] {
   }
 }
 
-/**
- * Only this user may create, rename or remove entries where the database lives, so the files checked here
- * are the ones SQLite opens next (no one else can swap an entry in between). A sticky directory (/tmp) is
- * refused too: it protects files that exist, but another user may create the -wal, -shm or -journal
- * before SQLite does, and SQLite opens whatever it finds under those names.
- */
+/** Only this user may change entries where the database lives (not even a sticky /tmp, where another may create the -wal first). */
 function checkDirectory(directory: string): void {
   const stat = statSync(directory);
   const uid = process.getuid?.();

@@ -1,28 +1,28 @@
-// The SQLite driver of the store (sql.ts), on an embedded file through node:sqlite.
-// Durability: WAL with synchronous=FULL, so an acknowledged write survives power loss.
-// Throughput: writes that arrive in the same turn of the event loop share one transaction
-// (group commit), so many writes pay for one fsync. One failing write does not take the others in
-// its batch down with it: a write that makes more than one change runs in its own savepoint, and one
-// that makes a single change in a single statement needs none, since a failing statement undoes itself.
-// Never blocking: the synchronous driver would freeze the whole event loop inside busy_timeout while
-// another process holds the write lock, so once open the connection has busy_timeout 0 and a batch that
-// finds the lock taken waits on timers (reads meanwhile go on: WAL readers need no lock), up to
-// LOCK_WAIT_MS per write, then fails as StoreUnavailableError (503). A full disk (or any I/O error) fails
-// the batch as StoreUnavailableError too, and ping() rejects until a write succeeds again.
+// The SQLite driver, on an embedded file through node:sqlite: WAL with synchronous=FULL (an acknowledged write survives power loss),
+// writes of one event-loop turn in one transaction (group commit; a write of several changes in its own savepoint), and never
+// blocking: once open, busy_timeout is 0 and a batch that finds another process's lock waits on timers, then fails as 503.
+import { statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { preparePrivateFiles } from './sqlite-files.ts';
-import { migrate, only, run, SqlStore, wanting, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { migrate } from './migrations.ts';
+import { all, only, raw, Sql, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { SqlStore } from './store.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
+import { wanting } from './webhooks.ts';
 
 /** How long a write waits for a write lock another process holds (documented: docs/operations.md, openapi.yaml's 503). */
 export const LOCK_WAIT_MS = 5_000;
-/** Waits between tries for the lock: short at first (most holders commit within milliseconds), then capped. */
+/** Waits between tries for the lock: short at first, then capped. */
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 50;
+/** Free space on the database's filesystem that lets a storage fault's ping answer ready again: a batch's WAL frames fit. */
+const ROOM_TO_WRITE = 1024 * 1024;
 /** At boot, before the service listens, blocking on a lock freezes nothing: migrations may wait this long. */
 const BOOT_BUSY_TIMEOUT_MS = 5_000;
 
-const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, `SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`]));
+const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, sql`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`.text('sqlite')]));
 
 export interface SqliteOptions {
   /** Told when writes find the write lock held by another process, once per wait. */
@@ -50,32 +50,30 @@ export class SqliteStore extends SqlStore {
 class SqliteDriver implements Driver {
   readonly spelling: Spelling = {
     dialect: 'sqlite',
-    forUpdate: '',
-    skipLocked: () => '',
+    forUpdate: raw(''),
+    skipLocked: () => raw(''),
     // No LATERAL: the ids of each row's first deliveries, looked up by id.
-    firstDeliveries: (where, order) => `JOIN webhook_deliveries x ON x.id IN (
-      SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(? AS INTEGER))`,
+    firstDeliveries: (where, order, limit) => sql`JOIN webhook_deliveries x ON x.id IN (
+      SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER))`,
   };
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, reading integers as BigInt so that int64 ids stay exact. */
   readonly #prepared = new Map<string, StatementSync>();
   readonly #preparedTuples = new Map<string, StatementSync>();
   readonly #options: SqliteOptions;
+  readonly #path: string;
   #pending: PendingWrite[] = [];
   /** The write loop, while writes are queued or waiting for the lock; close() awaits it. */
   #writer: Promise<void> | undefined;
   #closed = false;
   /** The storage fault (full disk, I/O error) that failed the last batch; cleared by the next commit. */
   #writeFault: unknown;
-  /**
-   * Whether an enabled subscription wants each event, as read in the batch under way: asked once per batch rather
-   * than once per write. Holding the write lock, no other process can change it meanwhile; this one's other writes
-   * clear it. A plant write whose event nobody wants makes one change and needs no savepoint.
-   */
+  /** Whether an enabled subscription wants each event, read once per batch (under the write lock); other writes clear it. */
   readonly #subscribed = new Map<WebhookEvent, boolean>();
 
   constructor(path: string, options: SqliteOptions) {
     this.#options = options;
+    this.#path = path;
     if (path !== ':memory:') for (const line of preparePrivateFiles(path)) process.emitWarning(line);
     this.#db = new DatabaseSync(path);
     // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
@@ -104,7 +102,8 @@ class SqliteDriver implements Driver {
   }
 
   /** Runs the read at once, as read() does, without steps around it. */
-  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
+  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+    const statement = read instanceof Sql ? all(read) : read;
     let result: unknown;
     try {
       result = this.#execute(statement);
@@ -137,16 +136,12 @@ class SqliteDriver implements Driver {
     });
   }
 
+  /** Never writes: after a storage fault, ready again once the filesystem has room for writes (or a write has committed). */
   async ping(): Promise<void> {
     this.#statement('SELECT 1').get();
-    // After a full disk, ready again only once a write succeeds: a balancer sends no writes to find out. The probe
-    // needs new space on disk (WAL frames) yet leaves nothing behind.
-    if (this.#writeFault !== undefined) {
-      await this.write(function* () {
-        yield run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (-1, 'write probe', '')");
-        yield run('DELETE FROM schema_migrations WHERE version = -1');
-      }, 'transaction');
-    }
+    if (this.#writeFault === undefined) return;
+    const room = this.#path === ':memory:' ? 0 : await statfs(dirname(this.#path)).then(({ bavail, bsize }) => bavail * bsize);
+    if (room < ROOM_TO_WRITE) throw new StoreUnavailableError(this.#writeFault);
   }
 
   async close(): Promise<void> {
@@ -154,8 +149,7 @@ class SqliteDriver implements Driver {
     // Writes issued before close are settled first (committed, or failed after their wait for the lock).
     await this.#writer;
     if (!this.#db.isOpen) return;
-    // Fold the WAL into the database file, so a clean stop leaves one self-contained file. Best effort: with
-    // another process's lock held (busy_timeout 0 skips it) or the disk full the WAL stays, and is folded later.
+    // A clean stop leaves one self-contained file; best effort, as another process's lock or a full disk leaves the WAL for later.
     try {
       this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     } catch (error) {
@@ -173,9 +167,10 @@ class SqliteDriver implements Driver {
 
   #execute(statement: Statement): unknown {
     if (statement.kind === 'wanted') return this.#wanted(statement.event);
-    if (statement.kind === 'exec') return this.#db.exec(statement.sql);
-    const prepared = this.#statement(statement.sql, statement.kind === 'tuples');
-    return statement.kind === 'run' ? Number(prepared.run(...(statement.params as never[])).changes) : prepared.all(...(statement.params as never[]));
+    if (statement.kind === 'exec') return this.#db.exec(statement.script);
+    const prepared = this.#statement(statement.sql.text('sqlite'), statement.kind === 'tuples');
+    const values = statement.sql.values as never[];
+    return statement.kind === 'run' ? Number(prepared.run(...values).changes) : prepared.all(...values);
   }
 
   #statement(sql: string, tuples = false): StatementSync {
@@ -199,10 +194,7 @@ class SqliteDriver implements Driver {
     return subscribed;
   }
 
-  /**
-   * Commits queued writes batch after batch. A batch that finds the lock taken stays queued, in order, and
-   * writes that arrive meanwhile join it; each write gives up once its own deadline has passed.
-   */
+  /** Commits queued writes batch after batch; one that finds the lock taken stays queued, in order, each write until its deadline. */
   async #writeLoop(): Promise<void> {
     // The writes of this turn of the event loop (and of the turns it takes to get here) form one batch.
     await new Promise(setImmediate);
@@ -239,7 +231,7 @@ class SqliteDriver implements Driver {
     } catch (error) {
       this.#rollBack();
       if (isBusy(error)) return error;
-      // A full disk or an I/O error is the storage's, not the writes': 503, and not ready until a write succeeds.
+      // A full disk or an I/O error is the storage's, not the writes': 503, and not ready until there is room again.
       if (isStorageFault(error)) this.#writeFault = error;
       const failure = isStorageFault(error) ? new StoreUnavailableError(error) : error;
       for (const { reject } of batch) reject(failure);
@@ -269,8 +261,7 @@ class SqliteDriver implements Driver {
       write.value = isolated ? this.#inSavepoint(write.work) : this.#steps(write.work());
       write.failed = false;
     } catch (error) {
-      // The storage failing is no single write's fault, and once SQLite has rolled the transaction back the
-      // writes before this one are undone too: the whole batch fails.
+      // The storage's failure, or a transaction SQLite rolled back, fails the whole batch.
       if (isBusy(error) || isStorageFault(error) || !this.#db.isTransaction) throw error;
       write.value = error;
       write.failed = true;
@@ -314,8 +305,4 @@ function isBusy(error: unknown): boolean {
 function isStorageFault(error: unknown): boolean {
   const code = resultCode(error);
   return code === SQLITE_FULL || code === SQLITE_IOERR;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,4 +1,4 @@
-// The storage interface the handlers see. sql.ts implements it over a driver (sqlite.ts, postgres.ts).
+// The repositories callers see, by concern, and their records; plants.ts, tokens.ts and webhooks.ts implement them over a driver.
 import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
 import { exactJson, INT64_MAX, INT64_MIN } from '../int64.ts';
@@ -20,11 +20,7 @@ export interface CreateResult {
 /** The content of a plant: everything but its identity. */
 export type PlantContent = Omit<PlantRecord, 'id'>;
 
-/**
- * Code that lists a plant's fields one by one (plant-fields.ts, migrations) declares the list
- * `satisfies EveryPlantField<…>`: a field added to Plant in openapi.yaml then fails the type check
- * there, naming the field (docs/development.md: "Adding a field, end to end").
- */
+/** A list of every plant field (plant-fields.ts, migrations): a field added to openapi.yaml fails the type check there, named. */
 export type EveryPlantField<Value = true> = Record<keyof PlantContent, Value>;
 
 export interface KeysetQuery {
@@ -76,10 +72,7 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/**
- * Text that holds U+0000 (NUL): PostgreSQL's text type cannot hold it (SQLSTATE 22021) and SQLite can, so
- * every driver refuses it alike and data stays movable between them. `field` names what held it.
- */
+/** Text holding U+0000, which PostgreSQL cannot store: both drivers refuse it alike, so data stays movable between them. */
 export class UnstorableTextError extends Error {
   readonly field: string;
 
@@ -172,16 +165,19 @@ export class SubscriptionLimitError extends Error {
   }
 }
 
-export interface PlantStore {
+export interface PlantRepository {
   /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult>;
   /** Plants in ascending id order. */
   listPlants(query: PageQuery): Promise<PlantRecord[]>;
   getPlant(id: bigint): Promise<PlantRecord | undefined>;
-  /** Replaces name and tag; the precondition is checked in the same transaction as the write. */
+  /** Replaces the content; the precondition is checked in the same transaction as the write. */
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite>;
   /** Deletes the plant; `plant` in the result is what was deleted. */
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite>;
+}
+
+export interface TokenRepository {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
   /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean>;
@@ -193,17 +189,14 @@ export interface PlantStore {
   revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
   /** Records when tokens were last used; called in batches, never once per request. */
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
-  /**
-   * Stores the subscription unless `max` are stored already (then rejects with SubscriptionLimitError); decided in
-   * the write, so that creates racing at the limit, on any instance, never store more than `max`.
-   */
+}
+
+export interface WebhookRepository {
+  /** Stores the subscription unless `max` are stored (SubscriptionLimitError), decided in the write: racing creates never store more. */
   createSubscription(subscription: NewSubscription, max: number): Promise<Subscription>;
   /** Subscriptions in ascending id order. */
   listSubscriptions(query: KeysetQuery): Promise<Subscription[]>;
-  /**
-   * Makes `secret` the signing secret; the one it replaces keeps signing until `previousUntil` (an older previous one
-   * stops at once). Undefined when the subscription does not exist.
-   */
+  /** Makes `secret` the signing secret; the one it replaces signs too until `previousUntil`. Undefined when there is no such subscription. */
   rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined>;
   /** Enables the subscription again (events from now on are delivered); undefined when it does not exist. */
   enableSubscription(id: bigint): Promise<Subscription | undefined>;
@@ -211,13 +204,7 @@ export interface PlantStore {
   deleteSubscription(id: bigint): Promise<boolean>;
   /** Newest first; undefined when the subscription does not exist. */
   listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
-  /**
-   * Leases up to `limit` pending deliveries due at `now` to the caller until `now + leaseMs`, and beyond that limit the
-   * first due delivery of every subscription that holds no lease (its own slot, which no other subscription can take).
-   * Instances sharing a database never lease the same delivery at once. A subscription gets at most `perSubscription`
-   * leased at once (counting those it holds already), or `unanswered` while its receiver has not answered its latest
-   * attempt (or had none yet), and a claim takes every subscription's first due delivery before any second.
-   */
+  /** Leases due deliveries until `now + leaseMs` (never one to two instances), each subscription up to its share (webhooks.ts). */
   claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number, unanswered?: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome, and whether the receiver answered it (a `responseStatus`), for the subscription's share. */
   recordAttempt(outcome: AttemptOutcome): Promise<void>;
@@ -225,10 +212,14 @@ export interface PlantStore {
   countPendingDeliveries(): Promise<number>;
   /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
-  /**
-   * Resolves when the store answers a trivial query; rejects otherwise. A driver whose last write failed
-   * for its storage (a full disk) rejects until a write succeeds again, trying one itself if need be.
-   */
+}
+
+/** The store: a repository per concern over one database. */
+export interface PlantStore {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenRepository;
+  readonly webhooks: WebhookRepository;
+  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }

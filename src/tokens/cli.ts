@@ -2,12 +2,12 @@
 // prints the token once, as its last line, for scripts to take with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { parseDuration } from '../duration.ts';
-import { TokenNameTakenError, UnstorableTextError, type PlantStore } from '../store/types.ts';
+import { TokenNameTakenError, UnstorableTextError, type TokenRepository } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
 import { ALL_SCOPES, tokenStatus } from './verifier.ts';
 
 export interface CliContext {
-  store: PlantStore;
+  store: TokenRepository;
   /** Scopes the contract's operations require; --scope must name one of them (or *). */
   knownScopes: readonly string[];
   out: (line: string) => void;

@@ -1,7 +1,7 @@
 // Whether a token is valid and what it may do: checked by its SHA-256, then answered by its text while that
 // stands (a static token's for good, the store's for cacheTtlMs: revocation reaches every instance that soon).
 import { timingSafeEqual } from 'node:crypto';
-import type { PlantStore, TokenRecord } from '../store/types.ts';
+import type { TokenRecord, TokenRepository } from '../store/types.ts';
 import { hasValidChecksum, hashToken } from './format.ts';
 
 export interface Principal {
@@ -14,7 +14,7 @@ export interface Principal {
 
 export interface VerifierOptions {
   staticTokens: readonly string[];
-  store: PlantStore;
+  store: TokenRepository;
   cacheTtlMs?: number;
   now?: () => number;
 }

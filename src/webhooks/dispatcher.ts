@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import type { Agent } from 'undici';
 import type { AttemptResult, TraceAttempt } from '../observability/tracing.ts';
-import type { AttemptOutcome, ClaimedDelivery, PlantStore } from '../store/types.ts';
+import type { AttemptOutcome, ClaimedDelivery, WebhookRepository } from '../store/types.ts';
 import { guardedAgent, literalHostProblem } from './targets.ts';
 
 export interface DispatcherLog {
@@ -13,7 +13,7 @@ export interface DispatcherLog {
 }
 
 export interface DispatcherOptions {
-  store: PlantStore;
+  store: WebhookRepository;
   log: DispatcherLog;
   /** Delays between attempts: the first attempt is immediate, then one attempt after each delay. */
   retryScheduleMs: readonly number[];

@@ -4,7 +4,7 @@ import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { OperationHandler } from '../contract/operations.ts';
 import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
-import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type PlantStore, type Subscription } from '../store/types.ts';
+import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 
 type WebhookBody = components['schemas']['Webhook'];
@@ -23,7 +23,7 @@ export interface WebhookHandlers {
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 export interface WebhookHandlerOptions {
-  store: PlantStore;
+  store: WebhookRepository;
   allowPrivateNetworks: boolean;
   subscriptionsMax: number;
 }

@@ -106,7 +106,7 @@ function decoded(answer: Answer): string {
 async function withPlants(t: Test, count: number, nameLength: number) {
   const listened = await listening(t);
   for (let id = 1; id <= count; id++) {
-    await listened.store.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(nameLength, 'x'), tag: 'edge' });
+    await listened.store.plants.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(nameLength, 'x'), tag: 'edge' });
   }
   return listened;
 }

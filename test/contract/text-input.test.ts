@@ -8,7 +8,7 @@ import { api, AUTH, build, createPlant, TEST_DRIVER } from '../harness/helper.ts
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
 
 async function storedPlants(store: PlantStore): Promise<string> {
-  return JSON.stringify(await store.listPlants({ limit: 100 }), (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value));
+  return JSON.stringify(await store.plants.listPlants({ limit: 100 }), (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value));
 }
 
 t.test(`${TEST_DRIVER}: a NUL (U+0000) in a name or tag is 400 naming the field, on create and on replace; nothing is stored`, async (t) => {
@@ -51,19 +51,20 @@ t.test(`${TEST_DRIVER}: a NUL in the tag filter is 400 naming the parameter, how
 t.test(`${TEST_DRIVER}: a store refusing text (a caller past validation) answers 400 naming the field, not 500`, async (t) => {
   const inner = (await build(t)).store;
   // As a handler would that wrote text the contract never checked: the store's own rule must hold.
-  const writeWithNul: PlantStore['createPlant'] = (plant) => inner.createPlant({ ...plant, name: `${plant.name}\u0000` });
-  const store = new Proxy(inner, {
+  const writeWithNul: PlantStore['plants']['createPlant'] = (plant) => inner.plants.createPlant({ ...plant, name: `${plant.name}\u0000` });
+  const plants = new Proxy(inner.plants, {
     get: (target, key) => {
       if (key === 'createPlant') return writeWithNul;
       const value: unknown = Reflect.get(target, key);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+  const store: PlantStore = { plants, tokens: inner.tokens, webhooks: inner.webhooks, ping: () => inner.ping(), close: () => inner.close() };
   const { app, logs } = await build(t, { logLevel: 'info' }, { store });
   const response = await createPlant(t, app, '{"id":7,"name":"Monstera"}');
   t.equal(response.statusCode, 400);
   t.strictSame(response.json(), { error: 400n, message: 'The field "name" contains the NUL character (U+0000), which the store cannot hold.' });
-  t.equal(await inner.getPlant(7n), undefined, 'nothing was stored');
+  t.equal(await inner.plants.getPlant(7n), undefined, 'nothing was stored');
   t.notMatch(logs(), /request failed/, 'logged as refused, not as a failure');
 });
 

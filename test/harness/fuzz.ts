@@ -786,7 +786,7 @@ type Plants = Map<bigint, PlantContent>;
 
 async function snapshot(store: PlantStore): Promise<Plants> {
   const plants: Plants = new Map();
-  for (const plant of await store.listPlants({ limit: 1_000_000 })) plants.set(plant.id, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag });
+  for (const plant of await store.plants.listPlants({ limit: 1_000_000 })) plants.set(plant.id, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag });
   return plants;
 }
 
@@ -1084,7 +1084,7 @@ export async function openSession(t: Pick<Test, 'testdir' | 'teardown'>, { stric
   async function checkOrThrow(request: FuzzRequest): Promise<string[]> {
     requests++;
     if (requests % CLOCK_STEP === 0) clockOffset += 61_000; // the failure limiter's window passes
-    if (requests % 200 === 0 && (await store.listSubscriptions({ limit: 1000 })).length === 0) await subscribe(store, requests);
+    if (requests % 200 === 0 && (await store.webhooks.listSubscriptions({ limit: 1000 })).length === 0) await subscribe(store, requests);
     const sent = withCurrentEtag(request, model);
     const response = await app.inject({
       method: sent.method,
@@ -1194,19 +1194,19 @@ function withCurrentEtag(request: FuzzRequest, model: Plants): FuzzRequest {
  * dispatcher refuses its loopback target at every attempt too, so nothing is ever sent.
  */
 async function subscribe(store: PlantStore, index: number): Promise<void> {
-  await store.createSubscription({ url: `http://127.0.0.1:9/fuzz/${index}`, events: [...WEBHOOK_EVENTS], secret: `whsec_${Buffer.alloc(32, index % 256).toString('base64')}` }, 100);
+  await store.webhooks.createSubscription({ url: `http://127.0.0.1:9/fuzz/${index}`, events: [...WEBHOOK_EVENTS], secret: `whsec_${Buffer.alloc(32, index % 256).toString('base64')}` }, 100);
 }
 
 /** Tokens of every kind, subscriptions (whose loopback target deliveries refuse), and plants. */
 async function seed({ app, store }: FuzzTarget): Promise<void> {
   const token = (name: string, value: string, scopes: string[], expiresAt?: string) =>
-    store.createToken({ name, hash: hashToken(value), hint: tokenHint(value), scopes, ...(expiresAt && { expiresAt }) });
+    store.tokens.createToken({ name, hash: hashToken(value), hint: tokenHint(value), scopes, ...(expiresAt && { expiresAt }) });
   await token('fuzz-read', TOKENS.read, ['plants:read']);
   await token('fuzz-write', TOKENS.write, ['plants:write']);
   await token('fuzz-webhooks', TOKENS.webhooks, ['webhooks:manage']);
   await token('fuzz-expired', TOKENS.expired, ['*'], '2001-01-01T00:00:00.000Z');
   await token('fuzz-revoked', TOKENS.revoked, ['*']);
-  await store.revokeToken('fuzz-revoked');
+  await store.tokens.revokeToken('fuzz-revoked');
   for (let index = 0; index < 3; index++) await subscribe(store, index);
   for (const id of ID_POOL.filter((_, index) => index % 2 === 0)) {
     const response = await app.inject({

@@ -8,7 +8,7 @@ export async function fillLargePlants(path: string): Promise<void> {
   const store = await openStore(`sqlite:${path}`);
   for (let id = 1; id <= 1000; id++) {
     const name = Array.from({ length: 256 }, (_, i) => String.fromCharCode(0x4e00 + ((id * 7919 + i * 104729) % 20000))).join('');
-    await store.createPlant({ id: BigInt(id), name, tag: `tag-${id % 50}`.padEnd(64, 'x') });
+    await store.plants.createPlant({ id: BigInt(id), name, tag: `tag-${id % 50}`.padEnd(64, 'x') });
   }
   await store.close();
 }

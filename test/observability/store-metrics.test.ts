@@ -17,7 +17,7 @@ t.test('each store call is observed, a failure as an error that reaches its call
   t.teardown(() => app.close());
   const metrics = createMetrics(app, async () => 0);
   const plain = new SqliteStore(join(t.testdir(), 'plants.db'));
-  const store = metrics.instrument(plain);
+  const store = metrics.instrument(plain.plants);
 
   const created = await store.createPlant({ id: 1n, name: 'Monstera' });
   t.equal(created.outcome, 'created', 'the caller gets the store result');

@@ -4,7 +4,7 @@ import { build, createPlant } from '../harness/helper.ts';
 
 /** Every stored id, ascending, as decimal text: what the store really holds, whatever the driver. */
 async function storedIds(store: PlantStore): Promise<string[]> {
-  return (await store.listPlants({ limit: 10_000 })).map((plant) => String(plant.id));
+  return (await store.plants.listPlants({ limit: 10_000 })).map((plant) => String(plant.id));
 }
 
 t.test('a valid NewPlant answers 200 with the published Plant shape', async (t) => {
@@ -137,7 +137,7 @@ t.test('an identical create is idempotent; reusing an id for another plant is 40
   }
   t.equal((await createPlant(t, app, '{"id":9007199254740992,"name":"Cactus"}')).statusCode, 200, 'the neighbouring id is a different plant');
   t.equal((await createPlant(t, app, original)).statusCode, 200, 'the stored plant is untouched: the original still replays');
-  t.same(await store.getPlant(9007199254740993n), { id: 9007199254740993n, name: 'Monstera', tag: 'aroid' });
+  t.same(await store.plants.getPlant(9007199254740993n), { id: 9007199254740993n, name: 'Monstera', tag: 'aroid' });
 });
 
 t.test('many concurrent creates of one id with different content give exactly one winner', async (t) => {
@@ -147,7 +147,7 @@ t.test('many concurrent creates of one id with different content give exactly on
   const winners = responses.flatMap((response, index) => (response.statusCode === 200 ? [index] : []));
   t.equal(winners.length, 1, 'one 200');
   t.equal(responses.filter((response) => response.statusCode === 409).length, 59, 'every other one 409');
-  t.same(await store.listPlants({ limit: 10 }), [{ id: 77n, name: `contender ${winners[0]}` }], 'the winner is what is stored');
+  t.same(await store.plants.listPlants({ limit: 10 }), [{ id: 77n, name: `contender ${winners[0]}` }], 'the winner is what is stored');
 });
 
 t.test('concurrent identical creates all answer 200 and store one plant', async (t) => {

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import type { FastifyReply } from 'fastify';
 import { createPlantHandlers, type PlantHandlers } from '../../src/plants/handlers.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
-import type { PlantRecord, PlantStore } from '../../src/store/types.ts';
+import type { PlantRecord, PlantRepository, PlantStore } from '../../src/store/types.ts';
 
 /** Only what the plant handlers read of a request. */
 function request<Fields extends object>(fields: Fields): never {
@@ -17,7 +17,7 @@ async function handlersOn(t: Test): Promise<{ store: PlantStore; wakes: () => nu
   const store = new SqliteStore(join(t.testdir(), 'plants.db'));
   t.teardown(() => store.close());
   let woken = 0;
-  return { store, wakes: () => woken, handlers: createPlantHandlers({ store, afterChange: () => woken++ }) };
+  return { store, wakes: () => woken, handlers: createPlantHandlers({ store: store.plants, afterChange: () => woken++ }) };
 }
 
 async function writeEach(handlers: PlantHandlers): Promise<void> {
@@ -34,17 +34,17 @@ t.test('without a subscriber, creates, replaces and deletes leave the dispatcher
 
 t.test('with a subscriber, each of them wakes it', async (t) => {
   const { store, handlers, wakes } = await handlersOn(t);
-  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced', 'plant.deleted'], secret: 'whsec_x' }, 100);
+  await store.webhooks.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced', 'plant.deleted'], secret: 'whsec_x' }, 100);
   await writeEach(handlers);
   t.equal(wakes(), 3);
-  t.equal(await store.countPendingDeliveries(), 3, 'three deliveries to send');
+  t.equal(await store.webhooks.countPendingDeliveries(), 3, 'three deliveries to send');
 });
 
 t.test('a store that does not say whether it wrote an event wakes it after every change', async (t) => {
   const { store } = await handlersOn(t);
   // The SQLite store's results without eventWritten, as a driver that does not know it answers (PostgreSQL, for now).
-  const silent: PlantStore = Object.create(store, {
-    createPlant: { value: async (plant: PlantRecord) => ({ ...(await store.createPlant(plant)), eventWritten: undefined }) },
+  const silent: PlantRepository = Object.create(store.plants, {
+    createPlant: { value: async (plant: PlantRecord) => ({ ...(await store.plants.createPlant(plant)), eventWritten: undefined }) },
   });
   let woken = 0;
   const handlers = createPlantHandlers({ store: silent, afterChange: () => woken++ });

@@ -47,7 +47,7 @@ t.test('every static token works; a token stored by the first start works', asyn
   const second = 'second-static-token-abcdef';
   const { app, store } = await build(t, { apiTokens: [TOKEN, second] });
   t.equal((await createPlant(t, app, '{"id":1,"name":"x"}', { authorization: `Bearer ${second}` })).statusCode, 200);
-  const stored = await ensureFirstToken(store, []);
+  const stored = await ensureFirstToken(store.tokens, []);
   t.type(stored, 'string');
   t.equal((await createPlant(t, app, '{"id":2,"name":"y"}', { authorization: `Bearer ${stored}` })).statusCode, 200);
 });

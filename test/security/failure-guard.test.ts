@@ -36,7 +36,7 @@ t.test('a client whose token authenticated from an address skips the queue of gu
   const now = Date.parse('2026-11-25T10:00:00Z');
   const { app, store } = await build(t, { authFailuresPerMinute: 3 }, { clock: () => now });
   const shop = generateToken();
-  await store.createToken({ name: 'shop', hash: hashToken(shop), hint: tokenHint(shop), scopes: ['*'] });
+  await store.tokens.createToken({ name: 'shop', hash: hashToken(shop), hint: tokenHint(shop), scopes: ['*'] });
   // A balancer without TRUST_PROXY: the guesser and the shop share one address.
   t.equal((await plantsAs(t, app, OFFENDER, `${WRONG}0`)).statusCode, 401);
   t.equal((await plantsAs(t, app, OFFENDER, shop)).statusCode, 200, 'the shop authenticates from the address');

@@ -30,15 +30,15 @@ t.test('postgres', options, async (t) => {
     t.teardown(() => client.end());
     const { rows } = await client.query('SELECT version FROM schema_migrations ORDER BY version');
     t.same(rows.map((row) => row.version), migrations.map((m) => m.version), 'each version applied exactly once');
-    t.equal((await stores[0]!.createPlant({ id: 1n, name: 'x' })).outcome, 'created');
-    t.equal((await stores[5]!.createPlant({ id: 1n, name: 'y' })).outcome, 'conflict', 'they share one database');
+    t.equal((await stores[0]!.plants.createPlant({ id: 1n, name: 'x' })).outcome, 'created');
+    t.equal((await stores[5]!.plants.createPlant({ id: 1n, name: 'y' })).outcome, 'conflict', 'they share one database');
   });
 
   t.test('racing instances creating one id: exactly one winner', async (t) => {
     const url = await freshSchemaUrl();
     const [a, b] = await Promise.all([openFresh(t, url), openFresh(t, url)]);
     const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).createPlant({ id: 9_007_199_254_740_993n, name: `contender ${i}` })),
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).plants.createPlant({ id: 9_007_199_254_740_993n, name: `contender ${i}` })),
     );
     t.equal(results.filter((r) => r.outcome === 'created').length, 1, 'one created');
     t.equal(results.filter((r) => r.outcome === 'conflict').length, 39, 'the rest conflict');
@@ -48,33 +48,33 @@ t.test('postgres', options, async (t) => {
   t.test('createPlant says whether it wrote deliveries, alone and issued together', async (t) => {
     const store = await openFresh(t);
     const wrote = async (ids: bigint[]) =>
-      (await Promise.all(ids.map((id) => store.createPlant({ id, name: `plant ${id}` })))).map((result) => result.eventWritten);
+      (await Promise.all(ids.map((id) => store.plants.createPlant({ id, name: `plant ${id}` })))).map((result) => result.eventWritten);
     t.same(await wrote([1n]), [false], 'alone, nobody subscribes');
     t.same(await wrote([2n, 3n, 4n]), [false, false, false], 'together, nobody subscribes');
-    await store.createSubscription({ url: 'https://example.com/deleted', events: ['plant.deleted'], secret: 'whsec_deleted' }, 100);
+    await store.webhooks.createSubscription({ url: 'https://example.com/deleted', events: ['plant.deleted'], secret: 'whsec_deleted' }, 100);
     t.same(await wrote([5n, 6n]), [false, false], 'a subscription to another event writes nothing');
-    await store.createSubscription({ url: 'https://example.com/created', events: ['plant.created'], secret: 'whsec_created' }, 100);
+    await store.webhooks.createSubscription({ url: 'https://example.com/created', events: ['plant.created'], secret: 'whsec_created' }, 100);
     t.same(await wrote([7n]), [true], 'alone, with a subscriber');
     t.same(await wrote([8n, 9n, 10n]), [true, true, true], 'together, with a subscriber');
-    t.equal((await store.createPlant({ id: 7n, name: 'plant 7' })).eventWritten, undefined, 'a replay wrote nothing and says nothing');
+    t.equal((await store.plants.createPlant({ id: 7n, name: 'plant 7' })).eventWritten, undefined, 'a replay wrote nothing and says nothing');
   });
 
   // Creates issued together share one statement; PostgreSQL refuses a NUL character in text,
   // which fails that statement, and the batch then falls back to one statement per create.
   t.test('a create the database refuses fails alone; the creates issued with it are written', async (t) => {
     const store = await openFresh(t);
-    await store.createPlant({ id: 2n, name: 'stored' });
+    await store.plants.createPlant({ id: 2n, name: 'stored' });
     const settled = await Promise.allSettled([
-      store.createPlant({ id: 1n, name: 'fine' }),
-      store.createPlant({ id: 2n, name: 'stored' }),
-      store.createPlant({ id: 3n, name: 'nul \u0000 inside' }),
-      store.createPlant({ id: 4n, name: 'also fine', tag: 't' }),
+      store.plants.createPlant({ id: 1n, name: 'fine' }),
+      store.plants.createPlant({ id: 2n, name: 'stored' }),
+      store.plants.createPlant({ id: 3n, name: 'nul \u0000 inside' }),
+      store.plants.createPlant({ id: 4n, name: 'also fine', tag: 't' }),
     ]);
     t.same(
       settled.map((result) => (result.status === 'fulfilled' ? result.value.outcome : 'rejected')),
       ['created', 'unchanged', 'rejected', 'created'],
     );
-    t.same((await store.listPlants({ limit: 10 })).map((plant) => plant.id), [1n, 2n, 4n], 'only the refused plant is missing');
+    t.same((await store.plants.listPlants({ limit: 10 })).map((plant) => plant.id), [1n, 2n, 4n], 'only the refused plant is missing');
   });
 
   t.test('an unreachable server is retried with backoff at startup, then reported', async (t) => {
@@ -97,7 +97,7 @@ t.test('postgres', options, async (t) => {
     const lost: Error[] = [];
     const store = await PostgresStore.open(url, { ...DEFAULTS, poolSize: 2, onConnectionError: (error) => lost.push(error) });
     t.teardown(() => store.close());
-    await store.createPlant({ id: 1n, name: 'before' });
+    await store.plants.createPlant({ id: 1n, name: 'before' });
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     t.teardown(() => admin.end());
@@ -106,12 +106,12 @@ t.test('postgres', options, async (t) => {
     );
     t.ok(rowCount! >= 1, `terminated ${rowCount} connection(s) of the store`);
     // The pool learns of the loss on its own (an 'error' event), or the next query does.
-    const next = await store.getPlant(1n).then(
+    const next = await store.plants.getPlant(1n).then(
       (plant) => plant,
       (error: unknown) => error,
     );
     if (next instanceof Error) t.type(next, StoreUnavailableError, 'a query on a dead connection is StoreUnavailableError');
-    t.same(await store.getPlant(1n), { id: 1n, name: 'before' }, 'then the pool serves again on a new connection');
+    t.same(await store.plants.getPlant(1n), { id: 1n, name: 'before' }, 'then the pool serves again on a new connection');
     await store.ping();
     t.ok(lost.length >= 1 || next instanceof StoreUnavailableError, 'the loss was reported');
   });

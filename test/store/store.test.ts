@@ -23,22 +23,22 @@ t.test('reopening the same file keeps the data and applies no migration twice', 
   const path = join(t.testdir(), 'plants.db');
   const token = generateToken();
   const first = new SqliteStore(path);
-  t.equal((await first.createPlant({ id: 2n ** 63n - 1n, name: 'kept', tag: 'x' })).outcome, 'created');
-  t.ok(await first.createFirstToken({ name: 'first-start', hash: hashToken(token), hint: tokenHint(token) }));
+  t.equal((await first.plants.createPlant({ id: 2n ** 63n - 1n, name: 'kept', tag: 'x' })).outcome, 'created');
+  t.ok(await first.tokens.createFirstToken({ name: 'first-start', hash: hashToken(token), hint: tokenHint(token) }));
   await first.close();
   const appliedOnce = readRows(path, 'SELECT version, name, applied_at FROM schema_migrations ORDER BY version');
 
   for (const round of [1, 2]) {
     const again = new SqliteStore(path);
     t.teardown(() => again.close());
-    const replay = await again.createPlant({ id: 2n ** 63n - 1n, name: 'kept', tag: 'x' });
+    const replay = await again.plants.createPlant({ id: 2n ** 63n - 1n, name: 'kept', tag: 'x' });
     t.equal(replay.outcome, 'unchanged', `reopen ${round}: the plant is still there`);
-    const conflict = await again.createPlant({ id: 2n ** 63n - 1n, name: 'other' });
+    const conflict = await again.plants.createPlant({ id: 2n ** 63n - 1n, name: 'other' });
     t.equal(conflict.outcome, 'conflict');
     t.same(conflict.stored, { id: 2n ** 63n - 1n, name: 'kept', tag: 'x' });
-    t.equal((await again.findTokenByHash(hashToken(token)))?.name, 'first-start', `reopen ${round}: the token is still there`);
+    t.equal((await again.tokens.findTokenByHash(hashToken(token)))?.name, 'first-start', `reopen ${round}: the token is still there`);
     t.equal(
-      await again.createFirstToken({ name: 'second', hash: hashToken(generateToken()), hint: 'pst_…none' }),
+      await again.tokens.createFirstToken({ name: 'second', hash: hashToken(generateToken()), hint: 'pst_…none' }),
       false,
       `reopen ${round}: no second first token`,
     );
@@ -61,7 +61,7 @@ t.test('the file is in WAL mode', async (t) => {
   const path = join(t.testdir(), 'plants.db');
   const store = new SqliteStore(path);
   t.teardown(() => store.close());
-  await store.createPlant({ id: 1n, name: 'x' });
+  await store.plants.createPlant({ id: 1n, name: 'x' });
   // journal_mode=WAL is stored in the file itself, so a second connection sees it.
   t.same(readRows(path, 'PRAGMA journal_mode'), [{ journal_mode: 'wal' }]);
 });
@@ -100,7 +100,7 @@ t.test('creates issued together share one transaction (group commit)', async (t)
   };
   let outcomes: string[];
   try {
-    const results = await Promise.all(Array.from({ length: 100 }, (_, index) => store.createPlant({ id: BigInt(index), name: `plant ${index}` })));
+    const results = await Promise.all(Array.from({ length: 100 }, (_, index) => store.plants.createPlant({ id: BigInt(index), name: `plant ${index}` })));
     outcomes = results.map((result) => result.outcome);
   } finally {
     DatabaseSync.prototype.exec = exec;
@@ -116,19 +116,19 @@ for (const subscribed of [false, true]) {
   t.test(`a plant write the database refuses rejects only its own call (${subscribed ? 'with' : 'without'} a subscriber)`, async (t) => {
     const store = new SqliteStore(join(t.testdir(), 'plants.db'));
     t.teardown(() => store.close());
-    if (subscribed) await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced'], secret: 'whsec_x' }, 100);
-    t.equal((await store.createPlant({ id: 10n, name: 'ten' })).outcome, 'created');
-    await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
+    if (subscribed) await store.webhooks.createSubscription({ url: 'https://example.com/hook', events: ['plant.created', 'plant.replaced'], secret: 'whsec_x' }, 100);
+    t.equal((await store.plants.createPlant({ id: 10n, name: 'ten' })).outcome, 'created');
+    await store.webhooks.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
     // Neither passes the table's constraints (tag TEXT in a STRICT table, name NOT NULL); the handlers' validation
     // keeps such values away, so only a fault in this process could send them.
     const refusedTag = { name: 'two', tag: new Uint8Array([2]) } as unknown as PlantContent;
     const refusedName = { name: null } as unknown as PlantContent;
     const settled = await Promise.allSettled([
-      store.createPlant({ id: 1n, name: 'one' }),
-      store.createPlant({ id: 2n, ...refusedTag }),
-      store.replacePlant(10n, refusedName),
-      store.createPlant({ id: 3n, name: 'three' }),
-      store.replacePlant(10n, { name: 'ten renamed' }),
+      store.plants.createPlant({ id: 1n, name: 'one' }),
+      store.plants.createPlant({ id: 2n, ...refusedTag }),
+      store.plants.replacePlant(10n, refusedName),
+      store.plants.createPlant({ id: 3n, name: 'three' }),
+      store.plants.replacePlant(10n, { name: 'ten renamed' }),
     ]);
     t.strictSame(
       settled.map((result) => result.status),
@@ -136,11 +136,11 @@ for (const subscribed of [false, true]) {
       'only the two refused writes reject',
     );
     t.strictSame(
-      await store.listPlants({ limit: 10 }),
+      await store.plants.listPlants({ limit: 10 }),
       [{ id: 1n, name: 'one' }, { id: 3n, name: 'three' }, { id: 10n, name: 'ten renamed' }],
       'the writes beside them are stored, the refused ones left nothing',
     );
-    const claimed = await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
+    const claimed = await store.webhooks.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100);
     t.strictSame(
       claimed.map((delivery) => [delivery.event, delivery.payload]),
       subscribed
@@ -161,24 +161,24 @@ t.test('plant writes see the subscriptions as they stand at each write, within a
   t.teardown(() => store.close());
   const hook = (name: string) => ({ url: `https://example.com/${name}`, events: ['plant.created'] as const, secret: `whsec_${name}` });
   const outbox = async () =>
-    (await store.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100)).map((delivery) => [delivery.url, delivery.payload]);
+    (await store.webhooks.claimDueDeliveries(new Date('2100-01-01T00:00:00Z'), 60_000, 100)).map((delivery) => [delivery.url, delivery.payload]);
 
   // Issued in one tick: one batch, the subscription created between two writes (the first one found no subscriber).
   await Promise.all([
-    store.createPlant({ id: 1n, name: 'before' }),
-    store.createSubscription(hook('new'), 100),
-    store.createPlant({ id: 2n, name: 'after' }),
+    store.plants.createPlant({ id: 1n, name: 'before' }),
+    store.webhooks.createSubscription(hook('new'), 100),
+    store.plants.createPlant({ id: 2n, name: 'after' }),
   ]);
   t.strictSame(await outbox(), [['https://example.com/new', '{"id":2,"name":"after"}']], 'the write after the subscription has its event');
-  await store.deleteSubscription((await store.listSubscriptions({ limit: 1000 }))[0]!.id);
+  await store.webhooks.deleteSubscription((await store.webhooks.listSubscriptions({ limit: 1000 }))[0]!.id);
 
   // Another process subscribes between two batches of this one.
-  t.equal((await store.createPlant({ id: 5n, name: 'unwatched' })).outcome, 'created');
+  t.equal((await store.plants.createPlant({ id: 5n, name: 'unwatched' })).outcome, 'created');
   const other = new DatabaseSync(path);
   other.prepare('INSERT INTO webhook_subscriptions (url, events, secret, created_at) VALUES (?, ?, ?, ?)')
     .run('https://example.com/other', 'plant.created', 'whsec_other', new Date().toISOString());
   other.close();
-  t.equal((await store.createPlant({ id: 6n, name: 'watched' })).outcome, 'created');
+  t.equal((await store.plants.createPlant({ id: 6n, name: 'watched' })).outcome, 'created');
   t.strictSame(await outbox(), [['https://example.com/other', '{"id":6,"name":"watched"}']], "the other process's subscription gets the next write");
 });
 
@@ -187,7 +187,7 @@ t.test('the database file keeps the token hash and hint, never the token', async
   const store = new SqliteStore(path);
   const token = generateToken();
   const hash = hashToken(token);
-  t.ok(await store.createFirstToken({ name: 'first-start', hash, hint: tokenHint(token) }));
+  t.ok(await store.tokens.createFirstToken({ name: 'first-start', hash, hint: tokenHint(token) }));
   const rows = readRows(path, 'SELECT * FROM api_tokens') as Record<string, unknown>[];
   t.equal(rows.length, 1);
   t.equal(rows[0]!.token_hash, hash, 'the hash is stored as given');
@@ -230,7 +230,7 @@ t.test('openStore("sqlite:<path>") opens a store, creating missing directories',
   const store = await openStore(`sqlite:${path}`);
   t.teardown(() => store.close());
   t.ok(existsSync(path), 'the file was created');
-  t.equal((await store.createPlant({ id: 3n, name: 'Fern' })).outcome, 'created');
+  t.equal((await store.plants.createPlant({ id: 3n, name: 'Fern' })).outcome, 'created');
   await t.resolves(store.ping());
   t.same(readRows(path, 'SELECT name FROM plants'), [{ name: 'Fern' }], 'the store writes to that file');
 });

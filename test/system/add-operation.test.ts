@@ -44,7 +44,7 @@ function addTheCode(t: Test, dir: string): void {
   placeSnippet(t, app, /^import \{ createPlantHandlers \}/, 'after the line', snippet('In `src/app.ts`, import it', 'ts'));
   placeSnippet(t, app, /^\s+\.\.\.createPlantHandlers\(/, 'after the line', snippet('and add its handlers to those', 'ts'));
   placeSnippet(t, join(dir, 'src/store/types.ts'), /^ {2}listPlants\(/, 'after the line', snippet('5. **Store query.**', 'ts'));
-  placeSnippet(t, join(dir, 'src/store/sql.ts'), /^ {2}listPlants\(/, 'after its block', snippet('In `src/store/sql.ts`, `SqlStore` implements it', 'ts'));
+  placeSnippet(t, join(dir, 'src/store/plants.ts'), /^ {2}listPlants\(/, 'after its block', snippet('In `src/store/plants.ts`, `SqlPlants` implements it', 'ts'));
   placeSnippet(t, join(dir, 'test/store/store-contract.ts'), /PlantStore contract`, async \(t\) => \{$/, 'inside its block', snippet('6. **Test.**', 'ts'));
 }
 
@@ -55,7 +55,7 @@ function diagnosticsOf(output: string): string[] {
 
 const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'eslint.config.js', 'redocly.yaml', 'src', 'scripts', 'contract', 'test', 'packages/client']);
 /** The files the page changes by hand (besides the generated types). */
-const CHANGED = ['openapi.yaml', 'src/plants/tags.ts', 'src/app.ts', 'src/store/types.ts', 'src/store/sql.ts', 'test/store/store-contract.ts'];
+const CHANGED = ['openapi.yaml', 'src/plants/tags.ts', 'src/app.ts', 'src/store/types.ts', 'src/store/plants.ts', 'test/store/store-contract.ts'];
 
 t.test('the page names the files it changes, and quotes no line numbers', async (t) => {
   const page = markdownFile(DOC);
@@ -168,11 +168,11 @@ async function servesTags(t: Test, open?: () => Promise<PlantStore>): Promise<vo
   t.match(body(refused), { message: /limit/ }, 'naming the parameter');
   t.equal((await get('/tags', { origin: ORIGIN })).statusCode, 401, 'no token, 401');
   const writer = tokens.generateToken();
-  await store.createToken({ name: 'writer', hash: tokens.hashToken(writer), hint: tokens.tokenHint(writer), scopes: ['plants:write'] });
+  await store.tokens.createToken({ name: 'writer', hash: tokens.hashToken(writer), hint: tokens.tokenHint(writer), scopes: ['plants:write'] });
   t.equal((await get('/tags', { authorization: `Bearer ${writer}`, origin: ORIGIN })).statusCode, 403, 'a token without plants:read, 403');
 
   // Enough tags for an answer over 1 KiB, which the contract lets the service compress.
-  for (let id = 100; id < 160; id++) await store.createPlant({ id: BigInt(id), name: 'filler', tag: `a tag long enough to count, number ${id}` });
+  for (let id = 100; id < 160; id++) await store.plants.createPlant({ id: BigInt(id), name: 'filler', tag: `a tag long enough to count, number ${id}` });
   const response = await app.inject({ method: 'GET', url: '/tags?limit=1000', headers: { ...headers, 'accept-encoding': 'gzip' } });
   t.equal(response.headers['content-encoding'], 'gzip', 'compressed, as its answer declares Content-Encoding');
   const plain = response.headers['content-encoding'] === 'gzip' ? gunzipSync(response.rawPayload) : response.rawPayload;

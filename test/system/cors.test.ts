@@ -99,7 +99,7 @@ t.test('an origin not in the list gets no CORS headers, and its preflight a 403'
 t.test('compressed answers and the contract\'s documents vary with Origin too, beside Accept-Encoding', async (t) => {
   const { app, store } = await build(t, { corsOrigins: [APP_ORIGIN] });
   // Over the 1 KiB below which answers are sent plain.
-  for (let id = 1; id <= 20; id++) await store.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(100, 'x') });
+  for (let id = 1; id <= 20; id++) await store.plants.createPlant({ id: BigInt(id), name: `plant ${id} `.padEnd(100, 'x') });
   for (const url of ['/plants', '/openapi.json', '/openapi.yaml']) {
     for (const origin of [APP_ORIGIN, OTHER_ORIGIN]) {
       // Injected without api(): the compressed body is not what the check reads; the headers are.

@@ -368,7 +368,7 @@ t.test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT', async
 /** A store whose `attempted` resolves once the dispatcher has counted a delivery attempt and stored its outcome. */
 function watchAttempts(store: PlantStore): { store: PlantStore; attempted: Promise<void> } {
   const { promise: attempted, resolve } = Promise.withResolvers<void>();
-  const watched = new Proxy(store, {
+  const webhooks = new Proxy(store.webhooks, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key);
       if (typeof value !== 'function') return value;
@@ -379,7 +379,7 @@ function watchAttempts(store: PlantStore): { store: PlantStore; attempted: Promi
       };
     },
   });
-  return { store: watched, attempted };
+  return { store: { plants: store.plants, tokens: store.tokens, webhooks, ping: () => store.ping(), close: () => store.close() }, attempted };
 }
 
 function series(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

@@ -1,8 +1,9 @@
 // SQLite faults on the real server process: another process holding the write lock (reads and /healthz
 // answer while a create waits; the create answers 503 after the documented wait, or 200 once the lock is
-// released), and a full disk on a real small tmpfs (503 with Retry-After, /readyz not ready until a write
-// succeeds, nothing acknowledged lost). The faults come from test/harness/sqlite-faults.ts.
+// released), and a full disk on a real small tmpfs (503 with Retry-After, /readyz not ready until the disk
+// has room again, read without writing; nothing acknowledged lost). The faults come from test/harness/sqlite-faults.ts.
 import t, { type Test } from 'tap';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { holdWriteLock, smallDisk, smallDiskSkipReason, type LockHolder } from '../harness/sqlite-faults.ts';
@@ -97,7 +98,7 @@ t.test('another process releases the write lock within the wait: the waiting cre
 const noSmallDisk = await smallDiskSkipReason();
 const fullDiskOptions = { skip: noSmallDisk !== undefined && process.env.CI !== 'true' ? noSmallDisk : false };
 
-t.test('a full disk: creates answer 503 with Retry-After, /readyz 503 until a write succeeds, nothing acknowledged is lost', fullDiskOptions, async (t) => {
+t.test('a full disk: creates answer 503 with Retry-After, /readyz 503 until the disk has room, never a write, nothing acknowledged is lost', fullDiskOptions, async (t) => {
   const disk = await smallDisk(8 * 1024 * 1024);
   // eslint-disable-next-line prefer-const -- the teardown, registered first so the disk goes even if the start fails, reads it
   let server: RunningServer | undefined;
@@ -122,7 +123,11 @@ t.test('a full disk: creates answer 503 with Retry-After, /readyz 503 until a wr
   t.same(JSON.parse((await call(t, server, 'GET', '/plants/1')).body), acknowledged[0], 'reads still answer');
 
   await disk.free();
-  t.equal((await call(t, server, 'GET', '/readyz')).status, 200, '/readyz: ready once a write succeeds again');
+  // What a write, even one undone, would change: the database file and its WAL.
+  const files = () => ['', '-wal'].map((suffix) => statSync(dbPath + suffix, { bigint: true })).map(({ size, mtimeNs }) => [size, mtimeNs]);
+  const untouched = files();
+  t.equal((await call(t, server, 'GET', '/readyz')).status, 200, '/readyz: ready once the disk has room again');
+  t.same(files(), untouched, 'and the readiness check wrote nothing');
   t.equal((await call(t, server, 'POST', '/plants', { id: 104, name: 'after the space came back' })).status, 200, 'creates work again');
   for (const id of [100, 101, 102, 103]) t.equal((await call(t, server, 'GET', `/plants/${id}`)).status, 404, `refused plant ${id} was not applied`);
   const listed = JSON.parse((await call(t, server, 'GET', '/plants?tag=before&limit=100')).body);
@@ -150,7 +155,7 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
   const { store, path, lockWait } = storeTellingLockWaits(t);
   const holder = await holdWriteLock(path);
   t.teardown(() => holder.release());
-  const first = inFlight(store.createPlant({ id: 1n, name: 'first' }));
+  const first = inFlight(store.plants.createPlant({ id: 1n, name: 'first' }));
   await Promise.race([lockWait, first.promise]);
   t.notOk(first.settled(), 'the first create waits for the lock');
 
@@ -162,9 +167,9 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
     return result;
   };
   t.teardown(() => (DatabaseSync.prototype.exec = exec));
-  const second = inFlight(store.createPlant({ id: 1n, name: 'second, same id' }));
-  const third = inFlight(store.createPlant({ id: 2n, name: 'third' }));
-  t.equal(await store.getPlant(1n), undefined, 'a read answers while the writes wait');
+  const second = inFlight(store.plants.createPlant({ id: 1n, name: 'second, same id' }));
+  const third = inFlight(store.plants.createPlant({ id: 2n, name: 'third' }));
+  t.equal(await store.plants.getPlant(1n), undefined, 'a read answers while the writes wait');
   t.notOk(first.settled() || second.settled() || third.settled(), 'the read answered first');
 
   await holder.release();
@@ -176,19 +181,19 @@ t.test('writes that find the lock held wait on timers in order, and commit toget
 
 t.test('the outbox poll, token last-use times and pruning wait for the lock without blocking, then fail as unavailable', async (t) => {
   const { store, path, lockWait } = storeTellingLockWaits(t);
-  await store.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' }, 100);
-  await store.createPlant({ id: 1n, name: 'with an event to deliver' });
-  const token = await store.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
+  await store.webhooks.createSubscription({ url: 'https://example.com/hook', events: ['plant.created'], secret: 'whsec_test' }, 100);
+  await store.plants.createPlant({ id: 1n, name: 'with an event to deliver' });
+  const token = await store.tokens.createToken({ name: 'used', hash: 'a'.repeat(64), hint: 'pst_…aaaa' });
   const holder = await holdWriteLock(path);
   t.teardown(() => holder.release());
 
   const writes = {
-    'claimDueDeliveries (the outbox poll)': inFlight(store.claimDueDeliveries(new Date(Date.now() + 1_000), 10_000, 10)),
-    'recordTokenUse (last-use batching)': inFlight(store.recordTokenUse(new Map([[token.id, new Date().toISOString()]]))),
-    pruneDeliveries: inFlight(store.pruneDeliveries(new Date(), new Date())),
+    'claimDueDeliveries (the outbox poll)': inFlight(store.webhooks.claimDueDeliveries(new Date(Date.now() + 1_000), 10_000, 10)),
+    'recordTokenUse (last-use batching)': inFlight(store.tokens.recordTokenUse(new Map([[token.id, new Date().toISOString()]]))),
+    pruneDeliveries: inFlight(store.webhooks.pruneDeliveries(new Date(), new Date())),
   };
   await Promise.race([lockWait, ...Object.values(writes).map((write) => write.promise.catch(() => undefined))]);
-  t.equal(await store.countPendingDeliveries(), 1, 'reads answer while they wait');
+  t.equal(await store.webhooks.countPendingDeliveries(), 1, 'reads answer while they wait');
   await t.resolves(store.ping(), 'and so does ping: a lock held elsewhere does not make the instance unready');
   for (const [name, write] of Object.entries(writes)) {
     t.notOk(write.settled(), `${name} was still waiting when the reads answered`);

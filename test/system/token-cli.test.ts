@@ -172,11 +172,11 @@ t.test('list: every token with id, name, hint, scopes and status; never a token,
   const store = new SqliteStore(dbPathIn(dir));
   const addToken = async (name: string, scopes: string[], expiresAt?: string) => {
     const token = generateToken();
-    const record = await store.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes, ...(expiresAt && { expiresAt }) });
+    const record = await store.tokens.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes, ...(expiresAt && { expiresAt }) });
     return { token, id: String(record.id) };
   };
   const gone = await addToken('gone', ['plants:write']);
-  await store.revokeToken('gone');
+  await store.tokens.revokeToken('gone');
   const old = await addToken('old', ['plants:read'], new Date(Date.now() - MINUTE_MS).toISOString());
   await store.close();
 
@@ -221,7 +221,7 @@ t.test('revoke NAME and revoke ID: the token is refused by any app that looks it
   // A control the revocations must not touch (the CLI's create is covered above).
   const three = generateToken();
   const store = new SqliteStore(dbPathIn(dir));
-  await store.createToken({ name: 'three', hash: hashToken(three), hint: tokenHint(three), scopes: ['*'] });
+  await store.tokens.createToken({ name: 'three', hash: hashToken(three), hint: tokenHint(three), scopes: ['*'] });
   await store.close();
   await withApp(t, 'before the revocations every token works', dir, async (t, app) => {
     for (const token of [one.token, two.token, three]) t.equal((await getPlants(t, app, token)).statusCode, 200, `${tokenHint(token)}: 200`);

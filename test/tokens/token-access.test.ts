@@ -13,7 +13,7 @@ import { rawExchange } from '../harness/raw-http.ts';
 
 async function issue(store: PlantStore, name: string, scopes: string[], expiresAt?: string): Promise<string> {
   const token = generateToken();
-  await store.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes, ...(expiresAt && { expiresAt }) });
+  await store.tokens.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes, ...(expiresAt && { expiresAt }) });
   return token;
 }
 
@@ -62,7 +62,7 @@ t.test('revocation reaches every instance within the 2 s cache; expiry takes eff
     t.equal((await app.inject({ method: 'GET', url: '/plants', headers: bearer(expiring) })).statusCode, 200);
   }
 
-  t.ok(await storeB.revokeToken('soon-revoked'), 'revoked through the other connection');
+  t.ok(await storeB.tokens.revokeToken('soon-revoked'), 'revoked through the other connection');
   now += 2_001; // past the verification cache (2 s), well within the promised 5 s
   for (const { app } of [a, b]) {
     const response = await app.inject({ method: 'GET', url: '/plants', headers: bearer(token) });

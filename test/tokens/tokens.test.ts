@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite.ts';
-import type { PlantStore } from '../../src/store/types.ts';
+import type { PlantStore, TokenRepository } from '../../src/store/types.ts';
 import { ensureFirstToken, FIRST_TOKEN_NAME } from '../../src/tokens/bootstrap.ts';
 import { generateToken, hasValidChecksum, hashToken, tokenHint } from '../../src/tokens/format.ts';
 import { createTokenVerifier, type TokenVerifier, type VerifierOptions } from '../../src/tokens/verifier.ts';
@@ -40,9 +40,9 @@ function known(verifier: TokenVerifier, token: string): string | undefined {
 }
 
 /** The store with every findTokenByHash call recorded; every other method passes through. */
-function recordingLookups(store: PlantStore): { store: PlantStore; lookups: string[] } {
+function recordingLookups(store: PlantStore): { store: TokenRepository; lookups: string[] } {
   const lookups: string[] = [];
-  const recorded = new Proxy(store, {
+  const recorded = new Proxy(store.tokens, {
     get(target, key) {
       if (key === 'findTokenByHash') {
         return (hash: string) => {
@@ -113,7 +113,7 @@ t.test('tokenHint shows the prefix and the last four characters only', async (t)
 });
 
 t.test('createTokenVerifier: a static token may start with pst_ without carrying a checksum', async (t) => {
-  const verify = verifierFor(t, { staticTokens: ['pst_operator-chosen-token'], store: openStore(t) });
+  const verify = verifierFor(t, { staticTokens: ['pst_operator-chosen-token'], store: openStore(t).tokens });
   t.same(await verify('pst_operator-chosen-token'), { key: hashToken('pst_operator-chosen-token').slice(0, 32), name: 'API_TOKENS[0]', scopes: ['*'] });
   t.equal(await verify('pst_operator-chosen-tokeN'), undefined, 'a near miss is still refused');
 });
@@ -147,7 +147,7 @@ t.test('createTokenVerifier: static tokens', async (t) => {
 
 t.test('createTokenVerifier: a token stored by ensureFirstToken', async (t) => {
   const sqlite = openStore(t);
-  const token = await ensureFirstToken(sqlite, []);
+  const token = await ensureFirstToken(sqlite.tokens, []);
   if (!token) throw new Error('ensureFirstToken created no token on an empty store');
   const { store, lookups } = recordingLookups(sqlite);
   const verify = verifierFor(t, { staticTokens: [], store });
@@ -169,21 +169,21 @@ t.test('createTokenVerifier: a token stored by ensureFirstToken', async (t) => {
 
 t.test('ensureFirstToken creates a token only the first time', async (t) => {
   const store = openStore(t);
-  const token = await ensureFirstToken(store, []);
+  const token = await ensureFirstToken(store.tokens, []);
   t.match(token, ISSUED, 'an issued token');
   t.ok(hasValidChecksum(token!));
-  const found = await store.findTokenByHash(hashToken(token!));
+  const found = await store.tokens.findTokenByHash(hashToken(token!));
   t.equal(found?.name, FIRST_TOKEN_NAME, 'stored by its hash');
   t.equal(found?.hint, tokenHint(token!), 'with its hint');
-  t.equal(await ensureFirstToken(store, []), undefined, 'not the second time');
-  t.equal(await ensureFirstToken(store, []), undefined, 'nor the third');
+  t.equal(await ensureFirstToken(store.tokens, []), undefined, 'not the second time');
+  t.equal(await ensureFirstToken(store.tokens, []), undefined, 'nor the third');
 });
 
 t.test('ensureFirstToken never creates a token when static tokens are given', async (t) => {
   const store = openStore(t);
-  t.equal(await ensureFirstToken(store, ['static-token-alpha-0001']), undefined);
-  t.equal(await ensureFirstToken(store, ['static-token-alpha-0001', 'static-token-bravo-0002']), undefined);
-  t.match(await ensureFirstToken(store, []), ISSUED, 'the store was left without a token: a later start without API_TOKENS creates one');
+  t.equal(await ensureFirstToken(store.tokens, ['static-token-alpha-0001']), undefined);
+  t.equal(await ensureFirstToken(store.tokens, ['static-token-alpha-0001', 'static-token-bravo-0002']), undefined);
+  t.match(await ensureFirstToken(store.tokens, []), ISSUED, 'the store was left without a token: a later start without API_TOKENS creates one');
 });
 
 // Answers are kept by the token's text (verifier.ts): these show that what it answers never outlives
@@ -193,8 +193,8 @@ t.test('createTokenVerifier: a remembered stored token stops working at its expi
   let clock = Date.parse('2026-01-01T00:00:00Z');
   const token = generateToken();
   const revoked = generateToken();
-  await sqlite.createToken({ name: 'expiring', hash: hashToken(token), hint: tokenHint(token), expiresAt: new Date(clock + 1_000).toISOString() });
-  await sqlite.createToken({ name: 'to revoke', hash: hashToken(revoked), hint: tokenHint(revoked) });
+  await sqlite.tokens.createToken({ name: 'expiring', hash: hashToken(token), hint: tokenHint(token), expiresAt: new Date(clock + 1_000).toISOString() });
+  await sqlite.tokens.createToken({ name: 'to revoke', hash: hashToken(revoked), hint: tokenHint(revoked) });
   const { store, lookups } = recordingLookups(sqlite);
   const verifier = createTokenVerifier({ staticTokens: [], store, cacheTtlMs: 2_000, now: () => clock });
   t.teardown(() => verifier.close());
@@ -207,7 +207,7 @@ t.test('createTokenVerifier: a remembered stored token stops working at its expi
   t.equal(await verifier.verify(token), undefined, 'refused at its expiry, though its answer was kept for 2 s');
 
   t.equal((await verifier.verify(revoked))?.name, 'to revoke');
-  await sqlite.revokeToken('to revoke');
+  await sqlite.tokens.revokeToken('to revoke');
   t.equal(known(verifier, revoked), 'to revoke', 'a revocation is not seen while the record is cached');
   clock += 2_000;
   lookups.length = 0;
@@ -221,14 +221,14 @@ t.test('createTokenVerifier: a remembered token still records its last use; a wr
   const sqlite = openStore(t);
   let clock = Date.parse('2026-01-01T00:00:00Z');
   const token = generateToken();
-  await sqlite.createToken({ name: 'used', hash: hashToken(token), hint: tokenHint(token) });
-  const verifier = createTokenVerifier({ staticTokens: ['static-token-alpha-0001'], store: sqlite, now: () => clock });
+  await sqlite.tokens.createToken({ name: 'used', hash: hashToken(token), hint: tokenHint(token) });
+  const verifier = createTokenVerifier({ staticTokens: ['static-token-alpha-0001'], store: sqlite.tokens, now: () => clock });
   t.teardown(() => verifier.close());
   await verifier.verify(token);
   clock += 500;
   t.equal(known(verifier, token), 'used');
   await verifier.flush();
-  t.equal((await sqlite.listTokens()).find((record) => record.name === 'used')?.lastUsedAt, new Date(clock).toISOString(), 'the last use is the remembered one');
+  t.equal((await sqlite.tokens.listTokens()).find((record) => record.name === 'used')?.lastUsedAt, new Date(clock).toISOString(), 'the last use is the remembered one');
 
   const unknown = generateToken();
   t.equal(await verifier.verify(unknown), undefined);

@@ -34,7 +34,7 @@ function randomName(): string {
 
 t.test('past COMPRESSION_CONCURRENCY, large answers are sent uncompressed, and the slot returns once an answer is sent', async (t) => {
   const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
-  for (let id = 1; id <= 1000; id++) await store.createPlant({ id: BigInt(id), name: randomName() });
+  for (let id = 1; id <= 1000; id++) await store.plants.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const plain = await body(await get(port, 'identity'));
@@ -109,7 +109,7 @@ function getWith(port: number, encoding: string | string[] | undefined): Promise
 
 t.test('for every form of Accept-Encoding, a large answer is compressed exactly when COMPRESSION_CONCURRENCY counts it', async (t) => {
   const { app, store } = await build(t, { limits: { ...loadConfig({}).limits, compressions: 1 } });
-  for (let id = 1; id <= 1000; id++) await store.createPlant({ id: BigInt(id), name: randomName() });
+  for (let id = 1; id <= 1000; id++) await store.plants.createPlant({ id: BigInt(id), name: randomName() });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const plain = await body(await get(port, 'identity'));

@@ -44,7 +44,7 @@ async function get(t: Test, app: FastifyInstance, url: string, headers: Record<s
 async function storeWithPage(t: Test, nameLength = 0): Promise<{ app: FastifyInstance; plain: string }> {
   const built = await build(t);
   for (let id = 1; id <= 1000; id++) {
-    await built.store.createPlant({ id: BigInt(id), name: `plant number ${id}`.padEnd(nameLength, '.'), ...(id % 3 === 0 && { tag: 'fern' }) });
+    await built.store.plants.createPlant({ id: BigInt(id), name: `plant number ${id}`.padEnd(nameLength, '.'), ...(id % 3 === 0 && { tag: 'fern' }) });
   }
   const plain = await get(t, built.app, PAGE, AUTH);
   t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: plain JSON');

@@ -109,7 +109,7 @@ const MALFORMED: Malformed[] = [
 async function listening(t: Test, driver: Driver, config: TestConfig = {}) {
   const { store, holdWrites } = await driver.open(t);
   const ids = Array.from({ length: STORED }, (_, n) => BigInt(n + 1));
-  await Promise.all(ids.map((id) => store.createPlant({ id, name: `stored ${id} `.padEnd(200, 'x'), tag: 'stored' })));
+  await Promise.all(ids.map((id) => store.plants.createPlant({ id, name: `stored ${id} `.padEnd(200, 'x'), tag: 'stored' })));
   // No load shedding: on a busy machine its 503s would stand in for the answers under test.
   const limits = { ...DEFAULT_LIMITS, maxEventLoopDelayMs: 0, maxHeapUsedPercent: 0 };
   const { app } = await build(t, { limits, ...config }, { store });
@@ -186,7 +186,7 @@ function checkAnswers(t: Test, { responses, byServer }: Exchange, ids: number[],
 /** The plants stored among `ids`, POSTed first, are exactly those whose creation was answered. */
 async function checkStored(t: Test, store: PlantStore, ids: number[], { responses }: Exchange): Promise<void> {
   const stored = [];
-  for (const id of ids) if (await store.getPlant(BigInt(id))) stored.push(id);
+  for (const id of ids) if (await store.plants.getPlant(BigInt(id))) stored.push(id);
   const answered = ids.filter((_id, n) => responses[n]?.statusCode === 200);
   t.same(stored, answered, `the plants stored (${stored.join(', ') || 'none'}) are exactly those answered`);
 }
@@ -256,7 +256,7 @@ t.test('PostgreSQL: a request timing out behind pipelined ones gets its 408 afte
       await checkStored(t, service.store, ids, answers);
     });
   }
-  t.equal(await service.store.getPlant(30_000n), undefined, 'the request that never arrived whole stored nothing');
+  t.equal(await service.store.plants.getPlant(30_000n), undefined, 'the request that never arrived whole stored nothing');
 
   await t.test('headers completed after HEADERS_TIMEOUT: that request is refused unread, with the 408', async (t) => {
     const ids = [30_101, 30_102];
@@ -271,7 +271,7 @@ t.test('PostgreSQL: a request timing out behind pipelined ones gets its 408 afte
     checkAnswers(t, answers, ids, 'page-late', { status: 408, label: 'the late request', documentedOn: ['POST', '/plants'] });
     t.equal(answers.responses.at(-1)?.headers['x-request-id'], 'post-30100', 'the 408 is that request\'s answer');
     await checkStored(t, service.store, ids, answers);
-    t.equal(await service.store.getPlant(30_100n), undefined, 'and it stored nothing');
+    t.equal(await service.store.plants.getPlant(30_100n), undefined, 'and it stored nothing');
   });
 
   await t.test('a body completed after REQUEST_TIMEOUT: it is served, and the connection goes on', async (t) => {

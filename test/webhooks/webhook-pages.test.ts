@@ -68,7 +68,7 @@ t.test('GET /webhooks answers pages of limit, in id order, linked by rel="next" 
 t.test('GET /webhooks without limit answers the first 100 and links the rest', async (t) => {
   const { app, store } = await build(t, config(150));
   // Through the store, for speed: the HTTP route to it is tested above.
-  for (let i = 0; i < 101; i++) await store.createSubscription({ url: `http://127.0.0.1:9/hooks/${i}`, events: ['plant.created'], secret: 'whsec_x' }, 150);
+  for (let i = 0; i < 101; i++) await store.webhooks.createSubscription({ url: `http://127.0.0.1:9/hooks/${i}`, events: ['plant.created'], secret: 'whsec_x' }, 150);
   const first = await listed(t, app, '/webhooks');
   t.equal(first.items.length, 100, 'a page of 100 by default');
   t.match(first.next, /^\/webhooks\?limit=100&cursor=/, 'and a next page');

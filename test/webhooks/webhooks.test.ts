@@ -198,7 +198,7 @@ function change(t: Test, app: FastifyInstance, method: 'PUT' | 'DELETE', id: str
 
 async function issue(store: PlantStore, name: string, scopes: string[]): Promise<string> {
   const token = generateToken();
-  await store.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes });
+  await store.tokens.createToken({ name, hash: hashToken(token), hint: tokenHint(token), scopes });
   return token;
 }
 

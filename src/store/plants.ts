@@ -1,0 +1,118 @@
+// The plants repository: create outcomes and conditional writes, each plant change writing its event's outbox rows in the same unit of work.
+import { randomUUID } from 'node:crypto';
+import { outboxTrace } from './outbox-trace.ts';
+import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
+import { joined, raw, run, sql, type Driver, type EventOrigin, type Sql, type Statement, type Steps } from './sql.ts';
+import { pageStart, plantWith, samePlant, unstorableText, type ConditionalWrite, type CreateResult, type PageQuery, type PlantContent, type PlantRecord,
+  type PlantRepository, type Precondition, type WebhookEvent } from './types.ts';
+import { emit } from './webhooks.ts';
+
+// Every plant statement names the columns of PLANT_FIELDS (plant-fields.ts), in its order.
+const FIELDS = raw(PLANT_FIELD_NAMES.join(', '));
+const PLANTS = sql`SELECT id, ${FIELDS} FROM plants WHERE`;
+const READERS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].read);
+
+/** The plants a condition selects, as rows of column values for toPlants. */
+export function plantsWhere(condition: Sql): Statement {
+  return { kind: 'tuples', sql: sql`${PLANTS} ${condition}` };
+}
+
+/** The id, then each field's column in PLANT_FIELDS order. */
+type PlantRow = [bigint, ...unknown[]];
+
+/** A plant as a record: no key for a null column. */
+function toPlant(row: PlantRow): PlantRecord {
+  const plant: Record<string, unknown> = { id: row[0] };
+  for (let at = 0; at < READERS.length; at++) {
+    const value = row[at + 1];
+    if (value !== null) plant[PLANT_FIELD_NAMES[at]!] = READERS[at]!(value);
+  }
+  return plant as PlantRecord;
+}
+
+export function toPlants(rows: unknown): PlantRecord[] {
+  return (rows as PlantRow[]).map(toPlant);
+}
+
+function firstPlant(rows: unknown): PlantRecord | undefined {
+  const row = (rows as PlantRow[])[0];
+  return row && toPlant(row);
+}
+
+/** The outcome of a create that found `stored` at its id. */
+export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
+  return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
+}
+
+function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
+  const values = joined([sql`${plant.id}`, ...PLANT_FIELD_NAMES.map((field) => sql`${plant[field] ?? null}`)], ', ');
+  for (;;) {
+    if ((yield run(sql`INSERT INTO plants (id, ${FIELDS}) VALUES (${values}) ON CONFLICT (id) DO NOTHING`)) === 1) {
+      return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
+    }
+    // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
+    const [stored] = toPlants(yield plantsWhere(sql`id = ${plant.id}`));
+    if (stored) return judged(plant, stored);
+  }
+}
+
+function newOrigin(): EventOrigin {
+  return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace() };
+}
+
+export class SqlPlants implements PlantRepository {
+  readonly #driver: Driver;
+
+  constructor(driver: Driver) {
+    this.#driver = driver;
+  }
+
+  createPlant(plant: PlantRecord): Promise<CreateResult> {
+    const refused = unstorableText(plant);
+    if (refused) return Promise.reject(refused);
+    const origin = newOrigin();
+    const alone = () => this.#driver.write(() => createOne(plant, origin), 'plant.created');
+    return this.#driver.createPlant ? this.#driver.createPlant(plant, origin, alone) : alone();
+  }
+
+  listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
+    // A NUL can be no stored tag; PostgreSQL would fail the query rather than find nothing.
+    const refused = unstorableText({ tag });
+    if (refused) return Promise.reject(refused);
+    // An inclusive bound, so that "from the very first id" needs no value below int64.
+    const from = pageStart(after);
+    if (from === undefined) return Promise.resolve([]);
+    // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
+    const page = tag === undefined ? sql`id >= ${from} ORDER BY id` : sql`tag = ${tag} AND id >= ${from} ORDER BY tag, id`;
+    return this.#driver.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
+  }
+
+  getPlant(id: bigint): Promise<PlantRecord | undefined> {
+    return this.#driver.query(plantsWhere(sql`id = ${id}`), firstPlant);
+  }
+
+  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
+    const refused = unstorableText(content);
+    if (refused) return Promise.reject(refused);
+    const columns = joined(PLANT_FIELD_NAMES.map((field) => sql`${raw(field)} = ${content[field] ?? null}`), ', ');
+    return this.#conditionally('plant.replaced', id, precondition, () => [sql`UPDATE plants SET ${columns} WHERE id = ${id}`, plantWith(id, content)]);
+  }
+
+  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
+    return this.#conditionally('plant.deleted', id, precondition, (current) => [sql`DELETE FROM plants WHERE id = ${id}`, current]);
+  }
+
+  /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
+  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => [Sql, PlantRecord]): Promise<ConditionalWrite> {
+    const origin = newOrigin();
+    const select = plantsWhere(sql`id = ${id}${this.#driver.spelling.forUpdate}`);
+    return this.#driver.write(function* (): Steps<ConditionalWrite> {
+      const [current] = toPlants(yield select);
+      if (!current) return { outcome: 'missing' };
+      if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
+      const [statement, plant] = change(current);
+      yield run(statement);
+      return { outcome: 'done', plant, eventWritten: yield* emit(event, plant, origin) };
+    }, event);
+  }
+}
