@@ -67,6 +67,7 @@ export class SqlPlants implements PlantRepository {
     this.#driver = driver;
   }
 
+  /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     const refused = unstorableText(plant);
     if (refused) return Promise.reject(refused);

@@ -1,5 +1,4 @@
-// The PostgreSQL driver, through `pg`, for any number of instances sharing one database: every rule is decided by the database
-// in one statement or transaction, with plain parameterized queries and transaction-scoped locks, so a pooler in transaction mode fits.
+// The PostgreSQL driver (pg) for instances sharing one database: plain queries and transaction-scoped locks, so a transaction-mode pooler fits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrate } from './migrations.ts';

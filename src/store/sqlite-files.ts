@@ -1,5 +1,4 @@
-// The SQLite files hold token hashes and webhook secrets: private to the service's user whatever the umask (the database is
-// created 0600 before SQLite opens it), in a directory only this user may change, or the open stops (NotPrivateError).
+// The SQLite files hold token hashes and webhook secrets: created 0600 before SQLite opens them, in a directory only this user may change.
 import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 

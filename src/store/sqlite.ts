@@ -1,6 +1,4 @@
-// The SQLite driver, on an embedded file through node:sqlite: WAL with synchronous=FULL (an acknowledged write survives power loss),
-// writes of one event-loop turn in one transaction (group commit; a write of several changes in its own savepoint), and never
-// blocking: once open, busy_timeout is 0 and a batch that finds another process's lock waits on timers, then fails as 503.
+// The SQLite driver (node:sqlite, WAL, synchronous=FULL): a group commit per event-loop turn; another process's lock is waited for on timers, never blocking.
 import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';

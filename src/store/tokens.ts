@@ -39,6 +39,7 @@ export class SqlTokens implements TokenRepository {
     return this.#driver.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
   }
 
+  /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
     const refused = unstorableToken(token);
     if (refused) return Promise.reject(refused);

@@ -34,13 +34,7 @@ function dueAs(x: string, now: string): Sql {
   return sql`${status} = 'pending' AND ${due} <= ${now} AND (${until} IS NULL OR ${until} <= ${now})`;
 }
 
-/**
- * The due deliveries a claim may take: each subscription's in its due order, up to its share (`perSubscription`, or `unanswered`
- * until its receiver answered its latest attempt) less those it holds leased anywhere. The first `limit` are taken round-robin
- * so that one backlog never fills a claim; beyond them a subscription holding no lease gets its first (its own slot), so that
- * hanging receivers cannot hold every slot. `queue` reads a few rows per subscription along an index; `held` is materialized
- * so that it is read through the index of leases.
- */
+/** The due deliveries a claim may take, by the rules of docs/webhooks.md ("Sharing the sending slots"); `held` is materialized to read the index of leases. */
 function candidates({ firstDeliveries }: Spelling, now: string, limit: number, perSubscription: number, unanswered: number): Sql {
   const first = firstDeliveries((y) => sql`${raw(y)}.subscription_id = s.id AND ${dueAs(y, now)}`, (y) => raw(`${y}.next_attempt_at, ${y}.id`), perSubscription);
   return sql`WITH queue AS (SELECT s.id AS subscription_id,
@@ -125,6 +119,7 @@ export class SqlWebhooks implements WebhookRepository {
     return rows?.map((row) => record<Delivery>(row));
   }
 
+  /** Leases due deliveries until `now + leaseMs` (never one to two instances), each subscription up to its share. */
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit, unanswered = perSubscription): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
     const { spelling } = this.#driver;
@@ -132,8 +127,7 @@ export class SqlWebhooks implements WebhookRepository {
     // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
     if ((await this.#driver.read(() => only<Row[]>(all(chosen)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
-    // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and the due test are taken
-    // again on each. CROSS JOIN makes SQLite look each candidate up by id, not scan every pending delivery.
+    // Chosen without locks (a window locks no rows), so each is locked and tested again; CROSS JOIN makes SQLite look it up by id.
     const claim = all(sql`UPDATE webhook_deliveries SET claimed_until = ${until} WHERE id IN (
       SELECT w.id FROM (${chosen}) c CROSS JOIN webhook_deliveries w WHERE w.id = c.id AND ${dueAs('w', at)}${spelling.skipLocked('w')}) RETURNING ${CLAIMED}`);
     return this.#driver.write(function* () {
@@ -156,8 +150,7 @@ export class SqlWebhooks implements WebhookRepository {
   recordAttempt(attempt: AttemptOutcome): Promise<void> {
     const outcome = withStorableDiagnostics(attempt);
     const { id, at, result } = outcome;
-    // Whether the receiver answered its latest attempt, which a claim's share follows: written only when it changes, and before the
-    // delivery, so that every writer locks a subscription before its deliveries (no deadlock).
+    // Whether the receiver answered (a claim's share follows it), written before the delivery: subscriptions are locked first (no deadlock).
     const ofPending = sql`(SELECT subscription_id FROM webhook_deliveries WHERE id = ${id} AND status = 'pending')`;
     const answered = outcome.responseStatus === undefined
       ? sql`UPDATE webhook_subscriptions SET answered_at = NULL WHERE id = ${ofPending} AND answered_at IS NOT NULL`
