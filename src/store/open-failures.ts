@@ -1,6 +1,7 @@
 // Why the store DATABASE_URL names cannot be opened, in one line an operator can act on; never the password.
 import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { parse } from 'pg-connection-string';
 import { NotPrivateError } from './sqlite-files.ts';
 
 /** DATABASE_URL cannot be used as given; the message names it and says what to do. */
@@ -58,12 +59,11 @@ export interface PostgresTarget {
 
 const POSTGRES_SHAPE = 'postgres://user:password@host:5432/database';
 
-/** Parses as pg does (spaces encoded, an empty host allowed), so what pg would throw on is refused here, in one line. */
+/** Parsed by pg's own parser, so that what pg would throw on is refused here, in one line. */
 export function postgresTarget(databaseUrl: string): PostgresTarget {
-  const text = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(databaseUrl) ? encodeURI(databaseUrl).replace(/%25(\d\d)/g, '%$1') : databaseUrl;
-  let url: URL;
+  let url: ReturnType<typeof parse>;
   try {
-    url = URL.canParse(text) ? new URL(text) : new URL(text.replace('@/', '@localhost/'));
+    url = parse(databaseUrl);
   } catch {
     throw new DatabaseUrlError(
       `DATABASE_URL is not a valid PostgreSQL URL: write it as ${POSTGRES_SHAPE}, with a numeric port (1-65535) ` +
@@ -71,10 +71,10 @@ export function postgresTarget(databaseUrl: string): PostgresTarget {
     );
   }
   return {
-    user: url.searchParams.get('user') ?? (decodeURIComponentSafe(url.username) || 'the default user'),
-    host: url.searchParams.get('host') ?? (url.hostname || 'localhost'),
-    port: url.searchParams.get('port') ?? (url.port || '5432'),
-    database: decodeURIComponentSafe(url.pathname.slice(1)) || 'the default database',
+    user: url.user || 'the default user',
+    host: url.host || 'localhost',
+    port: url.port || '5432',
+    database: url.database || 'the default database',
   };
 }
 
@@ -116,12 +116,4 @@ function nearestExisting(path: string): string {
   let current = path;
   while (!existsSync(current)) current = dirname(current);
   return current;
-}
-
-function decodeURIComponentSafe(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }

@@ -119,8 +119,7 @@ class PostgresDriver implements Driver {
     return this.#track(() => this.#steps(work(), this.#pool));
   }
 
-  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
-    const statement = read instanceof Sql ? all(read) : read;
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
     return this.#track(async () => answer(await this.#execute(statement, this.#pool)));
   }
 

@@ -81,12 +81,21 @@ export interface Spelling {
 /** Read as a call begins, so that batching moves neither: the event's key (its message ids) and the caller's trace. */
 export interface EventOrigin { key: string; traceparent: string | null }
 
+/** The operations of one concern (plants.ts, tokens.ts, webhooks.ts), written once over either driver. */
+export abstract class Repository {
+  protected readonly driver: Driver;
+
+  constructor(driver: Driver) {
+    this.driver = driver;
+  }
+}
+
 export interface Driver {
   readonly spelling: Spelling;
   /** Runs reads; each statement sees what is committed. */
   read<T>(work: () => Steps<T>): Promise<T>;
-  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result: a read without steps around it. */
-  query<T>(statement: Statement | Sql, answer: (result: unknown) => T): Promise<T>;
+  /** Runs one read statement, answering what `answer` makes of its result: a read without steps around it. */
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T>;
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T>;
   /** Writes creates issued together in one statement; `alone` creates one plant by the shared rule. */
   createPlant?(plant: PlantRecord, origin: EventOrigin, alone: () => Promise<CreateResult>): Promise<CreateResult>;

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { preparePrivateFiles } from './sqlite-files.ts';
 import { migrate } from './migrations.ts';
-import { all, only, raw, Sql, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { only, raw, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { SqlStore } from './store.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 import { wanting } from './webhooks.ts';
@@ -100,8 +100,7 @@ class SqliteDriver implements Driver {
   }
 
   /** Runs the read at once, as read() does, without steps around it. */
-  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
-    const statement = read instanceof Sql ? all(read) : read;
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
     let result: unknown;
     try {
       result = this.#execute(statement);
