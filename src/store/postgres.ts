@@ -150,16 +150,9 @@ class PostgresDriver implements Driver {
     const timeoutMs = this.#pingTimeoutMs;
     // query_timeout (a per-query option the types omit) also discards the connection that did not answer.
     const ping = this.#track(() => this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig).catch(rethrown));
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_resolve, reject) => {
-      // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
-      timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`))), timeoutMs);
-    });
-    try {
-      await Promise.race([ping, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
+    const late = await Promise.race([ping.then(() => false), sleep(timeoutMs, true, { ref: false })]);
+    if (late) throw new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`));
   }
 
   async close(): Promise<void> {
