@@ -21,17 +21,6 @@ export interface PostgresOptions {
   queryTimeoutMs: number;
 }
 
-/** A start gave up on an unreachable server; says how long it tried. */
-export class StartupGaveUpError extends StoreUnavailableError {
-  readonly triedForMs: number;
-
-  constructor(cause: unknown, triedForMs: number) {
-    super(cause);
-    this.name = 'StartupGaveUpError';
-    this.triedForMs = triedForMs;
-  }
-}
-
 /** The longest /readyz waits for the database (less when DATABASE_QUERY_TIMEOUT is less): a probe's own timeout is short. */
 const PING_TIMEOUT_MS = 2_000;
 // Arbitrary constants naming our advisory locks; only their distinctness matters.
@@ -264,8 +253,7 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
 
 async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
   const attempts = options.startupAttempts ?? Infinity;
-  const started = performance.now();
-  const giveUpAt = started + options.startupTimeoutMs;
+  const giveUpAt = performance.now() + options.startupTimeoutMs;
   let delay = 250;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -274,7 +262,7 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
       if (!(failure instanceof StoreUnavailableError)) throw failure;
       const error = failure.cause;
       const left = giveUpAt - performance.now();
-      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started);
+      if (attempt >= attempts || left <= 0) throw failure;
       // The last wait is cut short so that the last try falls on the deadline.
       const wait = Math.min(delay, left);
       options.onConnectionError?.(error as Error, Math.round(wait));
