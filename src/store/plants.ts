@@ -79,11 +79,11 @@ export class SqlPlants extends Repository {
     if (from === undefined) return Promise.resolve([]);
     // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
     const page = tag === undefined ? sql`id >= ${from} ORDER BY id` : sql`tag = ${tag} AND id >= ${from} ORDER BY tag, id`;
-    return this.driver.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
+    return this.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.driver.query(plantsWhere(sql`id = ${id}`), firstPlant);
+    return this.query(plantsWhere(sql`id = ${id}`), firstPlant);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {

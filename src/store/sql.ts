@@ -88,6 +88,11 @@ export abstract class Repository {
   constructor(driver: Driver) {
     this.driver = driver;
   }
+
+  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result. */
+  protected query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+    return this.driver.query(read instanceof Sql ? all(read) : read, answer);
+  }
 }
 
 export interface Driver {

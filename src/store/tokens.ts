@@ -30,7 +30,7 @@ function* insertToken({ name, hash, hint, scopes = ['*'], expiresAt }: NewTokenR
 
 export class SqlTokens extends Repository {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    return this.driver.query(all(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`), firstToken);
+    return this.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
   }
 
   /** Stores the token only when the store holds no token at all; answers whether it did. */
