@@ -3,17 +3,16 @@ import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
 import { exactJson, INT64_MAX, INT64_MIN } from '../int64.ts';
 import type { SqlPlants } from './plants.ts';
+import type { SqlStore } from './store.ts';
 import type { SqlTokens } from './tokens.ts';
 import type { SqlWebhooks } from './webhooks.ts';
 
 /** A plant as stored: the spec's NewPlant, so a field added to openapi.yaml reaches every driver's types. */
 export type PlantRecord = components['schemas']['NewPlant'];
 
-/** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
-export type CreateOutcome = 'created' | 'unchanged' | 'conflict';
-
 export interface CreateResult {
-  outcome: CreateOutcome;
+  /** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
+  outcome: 'created' | 'unchanged' | 'conflict';
   /** The plant as stored after the call (for a conflict: the untouched original). */
   stored: PlantRecord;
   /** Set by a driver that knows it: whether the write added webhook deliveries (none without a subscriber). */
@@ -150,20 +149,11 @@ export class SubscriptionLimitError extends Error {
   }
 }
 
-// The repositories' shapes are their implementations' (plants.ts, tokens.ts, webhooks.ts), which tests' fakes may stand in for.
+// The store's and the repositories' shapes are their implementations' (store.ts, plants.ts, tokens.ts, webhooks.ts), which fakes may stand in for.
+export type PlantStore = Pick<SqlStore, keyof SqlStore>;
 export type PlantRepository = Pick<SqlPlants, keyof SqlPlants>;
 export type TokenRepository = Pick<SqlTokens, keyof SqlTokens>;
 export type WebhookRepository = Pick<SqlWebhooks, keyof SqlWebhooks>;
-
-/** The store: a repository per concern over one database. */
-export interface PlantStore {
-  readonly plants: PlantRepository;
-  readonly tokens: TokenRepository;
-  readonly webhooks: WebhookRepository;
-  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
 
 /** The inclusive lowest id of the page after `after`; undefined when no id can follow it. */
 export function pageStart(after?: bigint): bigint | undefined {
