@@ -1,9 +1,9 @@
 // Picks the store driver once, at startup, from DATABASE_URL.
 import { loadConfig, storeOptions } from '../config.ts';
-import { checkSqlitePath, DatabaseUrlError, postgresOpenFailure, postgresTarget, sqliteOpenFailure } from './open-failures.ts';
+import { DatabaseUrlError, postgresOpenFailure, postgresTarget, sqliteOpenFailure } from './open-failures.ts';
 import type { PostgresOptions } from './postgres.ts';
 import { SqliteStore, type SqliteOptions } from './sqlite.ts';
-import type { PlantStore } from './types.ts';
+import { StoreUnavailableError, type PlantStore } from './types.ts';
 
 export { DatabaseUrlError };
 
@@ -15,12 +15,14 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
   if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const target = postgresTarget(databaseUrl);
     // Loaded only here: a SQLite deployment never pays for the pg driver at boot.
-    const { PostgresStore, StartupGaveUpError } = await import('./postgres.ts');
+    const { PostgresStore } = await import('./postgres.ts');
+    const started = performance.now();
     try {
       // What the caller leaves out is what the configuration defaults to.
       return await PostgresStore.open(databaseUrl, { ...storeOptions(loadConfig({})), ...options });
     } catch (error) {
-      throw postgresOpenFailure(error, target, error instanceof StartupGaveUpError ? error.triedForMs : undefined);
+      // Unavailable still: the start gave up retrying.
+      throw postgresOpenFailure(error, target, error instanceof StoreUnavailableError ? performance.now() - started : undefined);
     }
   }
   throw new DatabaseUrlError(
@@ -30,7 +32,6 @@ export async function openStore(databaseUrl: string, options: StoreOptions = {})
 }
 
 function openSqlite(path: string, options: SqliteOptions): SqliteStore {
-  checkSqlitePath(path);
   try {
     return new SqliteStore(path, { onLockWait: options.onLockWait });
   } catch (error) {

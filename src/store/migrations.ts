@@ -1,5 +1,4 @@
-// Versioned schema migrations, applied in order by migrate(); versions only ever append. Each is written
-// once, for both dialects: the few types they spell differently come from SPELLED.
+// Versioned schema migrations, appended only, each written once for both dialects (SPELLED holds the types they spell differently).
 import { all, run, sql, type Dialect, type Steps } from './sql.ts';
 import type { EveryPlantField } from './types.ts';
 

@@ -1,40 +1,13 @@
 // Why the store DATABASE_URL names cannot be opened, in one line an operator can act on; never the password.
-import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { NotPrivateError } from './sqlite-files.ts';
+import { parse } from 'pg-connection-string';
+import { SqlitePathError } from './sqlite-files.ts';
 
 /** DATABASE_URL cannot be used as given; the message names it and says what to do. */
 export class DatabaseUrlError extends Error {}
 
-// Kernel pseudo-filesystems hold no files a database can live in; a recursive mkdir under /proc
-// never returns, so they are refused before anything touches them.
-const PSEUDO_FILESYSTEMS = ['/proc', '/sys'];
-
-/** Checks a SQLite path before it is opened: not on a pseudo-filesystem, under a writable directory. */
-export function checkSqlitePath(path: string): void {
-  if (path === ':memory:') return;
-  const absolute = realAncestorPath(resolve(path));
-  const pseudo = PSEUDO_FILESYSTEMS.find((root) => absolute === root || absolute.startsWith(`${root}/`));
-  if (pseudo) {
-    throw new DatabaseUrlError(`DATABASE_URL sqlite:${path} is under ${pseudo}, which holds no real files: choose a path on a disk, such as sqlite:./data/plants.db.`);
-  }
-  const existing = nearestExisting(resolve(path));
-  if (existing !== resolve(path) && !statSync(existing).isDirectory()) {
-    throw new DatabaseUrlError(`DATABASE_URL sqlite:${path} needs a directory where ${existing} is a file: choose another path.`);
-  }
-  const directory = existing === resolve(path) ? dirname(existing) : existing;
-  try {
-    accessSync(directory, constants.W_OK);
-  } catch {
-    throw new DatabaseUrlError(
-      `DATABASE_URL sqlite:${path}: this user (uid ${process.getuid?.() ?? '?'}) cannot write in ${directory}: give it write access there, or choose a writable path.`,
-    );
-  }
-}
-
-/** Files other users could reach, and Node's sqlite errors (by SQLite's result code) that a configuration causes, get a plain sentence. */
+/** A path refused (sqlite-files.ts), and Node's sqlite errors (by SQLite's result code) that a configuration causes, get a plain sentence. */
 export function sqliteOpenFailure(error: unknown, path: string): unknown {
-  if (error instanceof NotPrivateError) return new DatabaseUrlError(`DATABASE_URL sqlite:${path}: ${error.message}`, { cause: error });
+  if (error instanceof SqlitePathError) return new DatabaseUrlError(`DATABASE_URL sqlite:${path}: ${error.message}`, { cause: error });
   const errcode = (error as { errcode?: unknown })?.errcode;
   const what: Record<number, string> = {
     3: 'cannot be opened: access denied',
@@ -58,12 +31,11 @@ export interface PostgresTarget {
 
 const POSTGRES_SHAPE = 'postgres://user:password@host:5432/database';
 
-/** Parses as pg does (spaces encoded, an empty host allowed), so what pg would throw on is refused here, in one line. */
+/** Parsed by pg's own parser, so that what pg would throw on is refused here, in one line. */
 export function postgresTarget(databaseUrl: string): PostgresTarget {
-  const text = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(databaseUrl) ? encodeURI(databaseUrl).replace(/%25(\d\d)/g, '%$1') : databaseUrl;
-  let url: URL;
+  let url: ReturnType<typeof parse>;
   try {
-    url = URL.canParse(text) ? new URL(text) : new URL(text.replace('@/', '@localhost/'));
+    url = parse(databaseUrl);
   } catch {
     throw new DatabaseUrlError(
       `DATABASE_URL is not a valid PostgreSQL URL: write it as ${POSTGRES_SHAPE}, with a numeric port (1-65535) ` +
@@ -71,10 +43,10 @@ export function postgresTarget(databaseUrl: string): PostgresTarget {
     );
   }
   return {
-    user: url.searchParams.get('user') ?? (decodeURIComponentSafe(url.username) || 'the default user'),
-    host: url.searchParams.get('host') ?? (url.hostname || 'localhost'),
-    port: url.searchParams.get('port') ?? (url.port || '5432'),
-    database: decodeURIComponentSafe(url.pathname.slice(1)) || 'the default database',
+    user: url.user || 'the default user',
+    host: url.host || 'localhost',
+    port: url.port || '5432',
+    database: url.database || 'the default database',
   };
 }
 
@@ -104,24 +76,4 @@ export function postgresOpenFailure(error: unknown, target: PostgresTarget, trie
 function cause(error: unknown): string {
   const inner = (error as { cause?: unknown })?.cause ?? error;
   return (inner as Error)?.message ?? String(inner);
-}
-
-/** The real path of the deepest part of `path` that exists, with the rest appended (symlinks such as /dev/fd lead into /proc). */
-function realAncestorPath(path: string): string {
-  const existing = nearestExisting(path);
-  return realpathSync(existing) + path.slice(existing.length);
-}
-
-function nearestExisting(path: string): string {
-  let current = path;
-  while (!existsSync(current)) current = dirname(current);
-  return current;
-}
-
-function decodeURIComponentSafe(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }

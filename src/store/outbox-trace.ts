@@ -1,7 +1,4 @@
-// The W3C traceparent a plant change hands on to its webhook deliveries: kept with each outbox row,
-// sent with each attempt, so that a subscriber's trace continues the one that changed the plant.
-// Whoever traces store calls (src/observability/tracing.ts) runs them inside withOutboxTrace; the drivers read it
-// as the call begins, before any batching moves the write to another request's turn.
+// The traceparent a plant change hands on to its webhook deliveries, read as the store call begins, before batching moves it.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 const current = new AsyncLocalStorage<string>();

@@ -1,18 +1,13 @@
-// The plant fields the store keeps, each with its kind of column: every plant statement is written from this list, and the start
-// compares it with openapi.yaml, as a declared field that no column holds would be accepted, echoed, then silently dropped.
+// The plant fields the store keeps; the start checks openapi.yaml against them, as a field no column holds would be silently dropped.
 import { SpecificationError } from '../spec-path.ts';
 import { PLANT_FIELD_MIGRATIONS } from './migrations.ts';
 import type { EveryPlantField, PlantContent } from './types.ts';
 
-/** How a kind of field is held: the PostgreSQL array type of batched creates, and how a column reads back (BigInt, but int32 as a Number). */
+/** Per kind of field: the PostgreSQL array type of batched creates, and how its column reads back (int64 as the exact BigInt). */
 export const COLUMN_KINDS = {
-  /** `type: string`: a TEXT column. */
   text: { pgArray: 'text[]', read: (value: unknown) => value },
-  /** `type: number`: a float8 column. */
   number: { pgArray: 'float8[]', read: (value: unknown) => value },
-  /** `type: integer` (int32 or no format): an int8 column. */
   integer: { pgArray: 'int8[]', read: (value: unknown) => Number(value) },
-  /** `type: integer, format: int64`: an int8 column, read as the exact BigInt. */
   int64: { pgArray: 'int8[]', read: (value: unknown) => value },
 } as const;
 

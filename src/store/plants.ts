@@ -2,9 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import { outboxTrace } from './outbox-trace.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
-import { joined, raw, run, sql, type Driver, type EventOrigin, type Sql, type Statement, type Steps } from './sql.ts';
+import { joined, raw, Repository, run, sql, type EventOrigin, type Sql, type Statement, type Steps } from './sql.ts';
 import { pageStart, plantWith, samePlant, unstorableText, type ConditionalWrite, type CreateResult, type PageQuery, type PlantContent, type PlantRecord,
-  type PlantRepository, type Precondition, type WebhookEvent } from './types.ts';
+  type Precondition, type WebhookEvent } from './types.ts';
 import { emit } from './webhooks.ts';
 
 // Every plant statement names the columns of PLANT_FIELDS (plant-fields.ts), in its order.
@@ -60,19 +60,14 @@ function newOrigin(): EventOrigin {
   return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace() };
 }
 
-export class SqlPlants implements PlantRepository {
-  readonly #driver: Driver;
-
-  constructor(driver: Driver) {
-    this.#driver = driver;
-  }
-
+export class SqlPlants extends Repository {
+  /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
   createPlant(plant: PlantRecord): Promise<CreateResult> {
     const refused = unstorableText(plant);
     if (refused) return Promise.reject(refused);
     const origin = newOrigin();
-    const alone = () => this.#driver.write(() => createOne(plant, origin), 'plant.created');
-    return this.#driver.createPlant ? this.#driver.createPlant(plant, origin, alone) : alone();
+    const alone = () => this.driver.write(() => createOne(plant, origin), 'plant.created');
+    return this.driver.createPlant ? this.driver.createPlant(plant, origin, alone) : alone();
   }
 
   listPlants({ after, tag, limit }: PageQuery): Promise<PlantRecord[]> {
@@ -84,11 +79,11 @@ export class SqlPlants implements PlantRepository {
     if (from === undefined) return Promise.resolve([]);
     // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
     const page = tag === undefined ? sql`id >= ${from} ORDER BY id` : sql`tag = ${tag} AND id >= ${from} ORDER BY tag, id`;
-    return this.#driver.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
+    return this.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.#driver.query(plantsWhere(sql`id = ${id}`), firstPlant);
+    return this.query(plantsWhere(sql`id = ${id}`), firstPlant);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
@@ -105,8 +100,8 @@ export class SqlPlants implements PlantRepository {
   /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
   #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => [Sql, PlantRecord]): Promise<ConditionalWrite> {
     const origin = newOrigin();
-    const select = plantsWhere(sql`id = ${id}${this.#driver.spelling.forUpdate}`);
-    return this.#driver.write(function* (): Steps<ConditionalWrite> {
+    const select = plantsWhere(sql`id = ${id}${this.driver.spelling.forUpdate}`);
+    return this.driver.write(function* (): Steps<ConditionalWrite> {
       const [current] = toPlants(yield select);
       if (!current) return { outcome: 'missing' };
       if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };

@@ -1,5 +1,4 @@
-// The PostgreSQL driver, through `pg`, for any number of instances sharing one database: every rule is decided by the database
-// in one statement or transaction, with plain parameterized queries and transaction-scoped locks, so a pooler in transaction mode fits.
+// The PostgreSQL driver (pg) for instances sharing one database: plain queries and transaction-scoped locks, so a transaction-mode pooler fits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { migrate } from './migrations.ts';
@@ -20,17 +19,6 @@ export interface PostgresOptions {
   startupTimeoutMs: number;
   /** The longest any one wait for the server lasts: a pool connection, a statement's answer (DATABASE_QUERY_TIMEOUT). */
   queryTimeoutMs: number;
-}
-
-/** A start gave up on an unreachable server; says how long it tried. */
-export class StartupGaveUpError extends StoreUnavailableError {
-  readonly triedForMs: number;
-
-  constructor(cause: unknown, triedForMs: number) {
-    super(cause);
-    this.name = 'StartupGaveUpError';
-    this.triedForMs = triedForMs;
-  }
 }
 
 /** The longest /readyz waits for the database (less when DATABASE_QUERY_TIMEOUT is less): a probe's own timeout is short. */
@@ -120,8 +108,7 @@ class PostgresDriver implements Driver {
     return this.#track(() => this.#steps(work(), this.#pool));
   }
 
-  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
-    const statement = read instanceof Sql ? all(read) : read;
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
     return this.#track(async () => answer(await this.#execute(statement, this.#pool)));
   }
 
@@ -152,16 +139,9 @@ class PostgresDriver implements Driver {
     const timeoutMs = this.#pingTimeoutMs;
     // query_timeout (a per-query option the types omit) also discards the connection that did not answer.
     const ping = this.#track(() => this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig).catch(rethrown));
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_resolve, reject) => {
-      // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
-      timer = setTimeout(() => reject(new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`))), timeoutMs);
-    });
-    try {
-      await Promise.race([ping, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
+    const late = await Promise.race([ping.then(() => false), sleep(timeoutMs, true, { ref: false })]);
+    if (late) throw new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`));
   }
 
   async close(): Promise<void> {
@@ -273,8 +253,7 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
 
 async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
   const attempts = options.startupAttempts ?? Infinity;
-  const started = performance.now();
-  const giveUpAt = started + options.startupTimeoutMs;
+  const giveUpAt = performance.now() + options.startupTimeoutMs;
   let delay = 250;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -283,7 +262,7 @@ async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOpti
       if (!(failure instanceof StoreUnavailableError)) throw failure;
       const error = failure.cause;
       const left = giveUpAt - performance.now();
-      if (attempt >= attempts || left <= 0) throw new StartupGaveUpError(error, performance.now() - started);
+      if (attempt >= attempts || left <= 0) throw failure;
       // The last wait is cut short so that the last try falls on the deadline.
       const wait = Math.min(delay, left);
       options.onConnectionError?.(error as Error, Math.round(wait));

@@ -1,6 +1,4 @@
-// What the repositories (plants.ts, tokens.ts, webhooks.ts) share: statements built by the `sql` tag,
-// written once for both databases, and the Driver (sqlite.ts, postgres.ts) that runs them. Each operation
-// is a generator of statements: run synchronously inside SQLite's group commit, awaited on PostgreSQL.
+// Statements written once for both databases, and the Driver that runs an operation's generator of them (in SQLite's group commit, or awaited).
 import type { CreateResult, PlantRecord, WebhookEvent } from './types.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -59,10 +57,7 @@ export function joined(fragments: Sql[], separator: string): Sql {
   return fragments.reduce((all, fragment, at) => (at === 0 ? fragment : sql`${all}${raw(separator)}${fragment}`), raw(''));
 }
 
-/**
- * One step for a driver: a statement's rows as objects (`all`) or as arrays of column values (`tuples`), its
- * count of changed rows (`run`), a DDL script (`exec`), or whether an event has subscribers (`wanted`).
- */
+/** A step: rows as objects (`all`) or arrays (`tuples`), the count of changed rows (`run`), a DDL script, or whether an event has subscribers. */
 export type Statement = { kind: 'all' | 'tuples' | 'run'; sql: Sql } | { kind: 'exec'; script: string } | { kind: 'wanted'; event: WebhookEvent };
 /** A unit of work: each `yield` hands the driver a statement and receives its answer. */
 export type Steps<T> = Generator<Statement, T, unknown>;
@@ -86,12 +81,26 @@ export interface Spelling {
 /** Read as a call begins, so that batching moves neither: the event's key (its message ids) and the caller's trace. */
 export interface EventOrigin { key: string; traceparent: string | null }
 
+/** The operations of one concern (plants.ts, tokens.ts, webhooks.ts), written once over either driver. */
+export abstract class Repository {
+  protected readonly driver: Driver;
+
+  constructor(driver: Driver) {
+    this.driver = driver;
+  }
+
+  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result. */
+  protected query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
+    return this.driver.query(read instanceof Sql ? all(read) : read, answer);
+  }
+}
+
 export interface Driver {
   readonly spelling: Spelling;
   /** Runs reads; each statement sees what is committed. */
   read<T>(work: () => Steps<T>): Promise<T>;
-  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result: a read without steps around it. */
-  query<T>(statement: Statement | Sql, answer: (result: unknown) => T): Promise<T>;
+  /** Runs one read statement, answering what `answer` makes of its result: a read without steps around it. */
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T>;
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T>;
   /** Writes creates issued together in one statement; `alone` creates one plant by the shared rule. */
   createPlant?(plant: PlantRecord, origin: EventOrigin, alone: () => Promise<CreateResult>): Promise<CreateResult>;

@@ -1,15 +1,17 @@
-// The SQLite files hold token hashes and webhook secrets: private to the service's user whatever the umask (the database is
-// created 0600 before SQLite opens it), in a directory only this user may change, or the open stops (NotPrivateError).
-import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs';
-import { dirname } from 'node:path';
+// The SQLite files hold token hashes and webhook secrets: created 0600 before SQLite opens them, in a directory only this user may change.
+import { accessSync, closeSync, constants, existsSync, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 const PRIVATE_FILE = 0o600;
 const PRIVATE_DIR = 0o700;
 // O_NONBLOCK: a FIFO planted at the path must not hold the open; O_NOFOLLOW: nor a symbolic link redirect it.
 const INSPECT = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-/** A SQLite file or its directory that other local users could read, change or replace; the message says which and what to do. */
-export class NotPrivateError extends Error {}
+// Kernel pseudo-filesystems hold no files a database can live in; a recursive mkdir under /proc never returns.
+const PSEUDO_FILESYSTEMS = ['/proc', '/sys'];
+
+/** A path that cannot hold the database, or files other local users could read, change or replace; the message says what to do. */
+export class SqlitePathError extends Error {}
 
 interface OpenFile {
   path: string;
@@ -19,6 +21,7 @@ interface OpenFile {
 
 /** Prepares `path` for SQLite; returns a line for each existing file of ours whose mode was tightened. */
 export function preparePrivateFiles(path: string): string[] {
+  checkPath(path);
   // A missing directory is created 0700 (every level); an existing one must already be this user's alone.
   mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
   checkDirectory(dirname(path));
@@ -38,19 +41,39 @@ export function preparePrivateFiles(path: string): string[] {
   }
 }
 
+/** Refused before anything touches the path: a pseudo-filesystem, a file where a directory must be, a directory this user cannot write in. */
+function checkPath(path: string): void {
+  const absolute = resolve(path);
+  let existing = absolute;
+  while (!existsSync(existing)) existing = dirname(existing);
+  // The real path: symbolic links such as /dev/fd lead into /proc.
+  const real = realpathSync(existing) + absolute.slice(existing.length);
+  const pseudo = PSEUDO_FILESYSTEMS.find((root) => real === root || real.startsWith(`${root}/`));
+  if (pseudo) throw new SqlitePathError(`it is under ${pseudo}, which holds no real files: choose a path on a disk, such as sqlite:./data/plants.db.`);
+  if (existing !== absolute && !statSync(existing).isDirectory()) {
+    throw new SqlitePathError(`it needs a directory where ${existing} is a file: choose another path.`);
+  }
+  const directory = existing === absolute ? dirname(existing) : existing;
+  try {
+    accessSync(directory, constants.W_OK);
+  } catch {
+    throw new SqlitePathError(`this user (uid ${process.getuid?.() ?? '?'}) cannot write in ${directory}: give it write access there, or choose a writable path.`);
+  }
+}
+
 /** Only this user may change entries where the database lives (not even a sticky /tmp, where another may create the -wal first). */
 function checkDirectory(directory: string): void {
   const stat = statSync(directory);
   const uid = process.getuid?.();
   if (uid === undefined) return; // Windows: no owner or mode bits to check
   if (stat.uid !== uid) {
-    throw new NotPrivateError(
+    throw new SqlitePathError(
       `the directory ${directory} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner could replace the database's files; ` +
         `give the database a directory of its own (one that does not exist yet is created 0700), or chown it to uid ${uid} if it serves the service alone.`,
     );
   }
   if ((stat.mode & 0o022) !== 0) {
-    throw new NotPrivateError(
+    throw new SqlitePathError(
       `others can write in the directory ${directory} (mode ${octal(stat.mode)}): they could plant or replace the database's files; ` +
         'give the database a directory of its own (one that does not exist yet is created 0700), or chmod go-w it if it serves the service alone.',
     );
@@ -66,7 +89,7 @@ function openChecked(path: string, create: number): OpenFile | undefined {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
     if (code === 'ELOOP') {
-      throw new NotPrivateError(`${path} is a symbolic link, which may lead anywhere: ${create ? 'point DATABASE_URL at the file itself' : 'remove it'}.`);
+      throw new SqlitePathError(`${path} is a symbolic link, which may lead anywhere: ${create ? 'point DATABASE_URL at the file itself' : 'remove it'}.`);
     }
     // Not readable by us (another user's private file) or not creatable: say whose it is, else SQLite's own open says why.
     const stat = lstatSync(path, { throwIfNoEntry: false });
@@ -84,10 +107,10 @@ function openChecked(path: string, create: number): OpenFile | undefined {
 }
 
 function checkOwner(path: string, stat: Stats): void {
-  if (!stat.isFile()) throw new NotPrivateError(`${path} is not a regular file: remove it, or point DATABASE_URL at another path.`);
+  if (!stat.isFile()) throw new SqlitePathError(`${path} is not a regular file: remove it, or point DATABASE_URL at another path.`);
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid) {
-    throw new NotPrivateError(
+    throw new SqlitePathError(
       `${path} belongs to uid ${stat.uid}, not to this user (uid ${uid}): its owner may read or change it; ` +
         `remove it, or, if it is the service's own data and no other process holds it open, chown it to uid ${uid}.`,
     );
@@ -101,7 +124,7 @@ function tighten({ path, fd, mode }: OpenFile): string | undefined {
   try {
     fchmodSync(fd, now);
   } catch (error) {
-    throw new NotPrivateError(
+    throw new SqlitePathError(
       `${path} has mode ${octal(mode)} and could not be made private (chmod ${octal(now)}: ${(error as NodeJS.ErrnoException).code}): ` +
         'make it readable by this user only (is it immutable, or on a read-only mount?) and start again.',
     );

@@ -1,13 +1,11 @@
-// The SQLite driver, on an embedded file through node:sqlite: WAL with synchronous=FULL (an acknowledged write survives power loss),
-// writes of one event-loop turn in one transaction (group commit; a write of several changes in its own savepoint), and never
-// blocking: once open, busy_timeout is 0 and a batch that finds another process's lock waits on timers, then fails as 503.
+// The SQLite driver (node:sqlite, WAL, synchronous=FULL): a group commit per event-loop turn; another process's lock is waited for on timers, never blocking.
 import { statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { preparePrivateFiles } from './sqlite-files.ts';
 import { migrate } from './migrations.ts';
-import { all, only, raw, Sql, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
+import { only, raw, sql, type Driver, type Spelling, type Statement, type Steps, type WriteScope } from './sql.ts';
 import { SqlStore } from './store.ts';
 import { StoreUnavailableError, WEBHOOK_EVENTS, type WebhookEvent } from './types.ts';
 import { wanting } from './webhooks.ts';
@@ -102,8 +100,7 @@ class SqliteDriver implements Driver {
   }
 
   /** Runs the read at once, as read() does, without steps around it. */
-  query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
-    const statement = read instanceof Sql ? all(read) : read;
+  query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
     let result: unknown;
     try {
       result = this.#execute(statement);

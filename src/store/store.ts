@@ -2,13 +2,13 @@
 import { SqlPlants } from './plants.ts';
 import type { Driver } from './sql.ts';
 import { SqlTokens } from './tokens.ts';
-import type { PlantStore } from './types.ts';
+import type { PlantRepository, TokenRepository, WebhookRepository } from './types.ts';
 import { SqlWebhooks } from './webhooks.ts';
 
-export class SqlStore implements PlantStore {
-  readonly plants: SqlPlants;
-  readonly tokens: SqlTokens;
-  readonly webhooks: SqlWebhooks;
+export class SqlStore {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenRepository;
+  readonly webhooks: WebhookRepository;
   readonly #driver: Driver;
 
   constructor(driver: Driver) {
@@ -18,6 +18,7 @@ export class SqlStore implements PlantStore {
     this.webhooks = new SqlWebhooks(driver);
   }
 
+  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
   ping(): Promise<void> {
     return this.#driver.ping();
   }

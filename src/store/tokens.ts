@@ -1,6 +1,6 @@
 // The tokens repository: the store holds each token's hash and what a person may see of it, never the token.
-import { all, only, record, run, sql, type Driver, type Row, type Steps } from './sql.ts';
-import { TokenNameTakenError, unstorableText, type NewTokenRecord, type TokenRecord, type TokenRepository } from './types.ts';
+import { all, only, record, Repository, run, sql, type Row, type Steps } from './sql.ts';
+import { TokenNameTakenError, unstorableText, type NewTokenRecord, type TokenRecord } from './types.ts';
 
 // Records' names come as aliases (quoted: both databases keep their case), read by `record`.
 const TOKEN = sql`id, name, hint, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;
@@ -28,22 +28,17 @@ function* insertToken({ name, hash, hint, scopes = ['*'], expiresAt }: NewTokenR
   return toToken(row);
 }
 
-export class SqlTokens implements TokenRepository {
-  readonly #driver: Driver;
-
-  constructor(driver: Driver) {
-    this.#driver = driver;
-  }
-
+export class SqlTokens extends Repository {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    return this.#driver.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
+    return this.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
   }
 
+  /** Stores the token only when the store holds no token at all; answers whether it did. */
   createFirstToken(token: NewTokenRecord): Promise<boolean> {
     const refused = unstorableToken(token);
     if (refused) return Promise.reject(refused);
-    const lock = this.#driver.spelling.takeTurns?.('first token');
-    return this.#driver.write(function* () {
+    const lock = this.driver.spelling.takeTurns?.('first token');
+    return this.driver.write(function* () {
       // Two instances starting on an empty database must not both create a first token.
       if (lock !== undefined) yield all(lock);
       if (((yield all(sql`SELECT 1 AS one FROM api_tokens LIMIT 1`)) as Row[]).length > 0) return false;
@@ -55,11 +50,11 @@ export class SqlTokens implements TokenRepository {
   createToken(token: NewTokenRecord): Promise<TokenRecord> {
     const refused = unstorableToken(token);
     if (refused) return Promise.reject(refused);
-    return this.#driver.write(() => insertToken(token), 'statement');
+    return this.driver.write(() => insertToken(token), 'statement');
   }
 
   async listTokens(): Promise<TokenRecord[]> {
-    return (await this.#driver.read(() => only<Row[]>(all(sql`SELECT ${TOKEN} FROM api_tokens ORDER BY id`)))).map(toToken);
+    return (await this.driver.read(() => only<Row[]>(all(sql`SELECT ${TOKEN} FROM api_tokens ORDER BY id`)))).map(toToken);
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {
@@ -67,12 +62,12 @@ export class SqlTokens implements TokenRepository {
     if (refused) throw refused;
     const which = /^\d+$/.test(nameOrId) ? sql`id = ${nameOrId}` : sql`name = ${nameOrId}`;
     const revoke = all(sql`UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ${new Date().toISOString()}) WHERE ${which} RETURNING ${TOKEN}`);
-    const [row] = await this.#driver.write(() => only<Row[]>(revoke), 'statement');
+    const [row] = await this.driver.write(() => only<Row[]>(revoke), 'statement');
     return row && toToken(row);
   }
 
   recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void> {
-    return this.#driver.write(function* () {
+    return this.driver.write(function* () {
       for (const [id, at] of uses) yield run(sql`UPDATE api_tokens SET last_used_at = ${at} WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < ${at})`);
     }, 'transaction');
   }

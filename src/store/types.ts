@@ -2,15 +2,17 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { components } from '../generated/openapi.ts';
 import { exactJson, INT64_MAX, INT64_MIN } from '../int64.ts';
+import type { SqlPlants } from './plants.ts';
+import type { SqlStore } from './store.ts';
+import type { SqlTokens } from './tokens.ts';
+import type { SqlWebhooks } from './webhooks.ts';
 
 /** A plant as stored: the spec's NewPlant, so a field added to openapi.yaml reaches every driver's types. */
 export type PlantRecord = components['schemas']['NewPlant'];
 
-/** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
-export type CreateOutcome = 'created' | 'unchanged' | 'conflict';
-
 export interface CreateResult {
-  outcome: CreateOutcome;
+  /** created: new row; unchanged: an identical plant was already stored; conflict: the id holds another plant. */
+  outcome: 'created' | 'unchanged' | 'conflict';
   /** The plant as stored after the call (for a conflict: the untouched original). */
   stored: PlantRecord;
   /** Set by a driver that knows it: whether the write added webhook deliveries (none without a subscriber). */
@@ -93,8 +95,10 @@ export function unstorableText(fields: object): UnstorableTextError | undefined 
   return undefined;
 }
 
-export const WEBHOOK_EVENTS = ['plant.created', 'plant.replaced', 'plant.deleted'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+export type WebhookEvent = components['schemas']['WebhookEvent'];
+// Keyed by the contract's events, so that an event added to openapi.yaml fails the type check here.
+const EVENTS: Record<WebhookEvent, true> = { 'plant.created': true, 'plant.replaced': true, 'plant.deleted': true };
+export const WEBHOOK_EVENTS = Object.keys(EVENTS) as readonly WebhookEvent[];
 
 export interface NewSubscription {
   url: string;
@@ -103,31 +107,11 @@ export interface NewSubscription {
   secret: string;
 }
 
-export interface Subscription {
-  id: bigint;
-  url: string;
-  events: WebhookEvent[];
-  createdAt: string;
-  disabledAt?: string;
-  disabledReason?: string;
-  /** After a rotation: until when the previous secret signs alongside the current one. */
-  previousSecretExpiresAt?: string;
-}
+/** The contract's Webhook, as stored: when it was disabled rather than whether it is enabled. */
+export type Subscription = Omit<components['schemas']['Webhook'], 'enabled'> & { disabledAt?: string };
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-
-export interface Delivery {
-  /** The message id, sent as `webhook-id` on every attempt. */
-  messageId: string;
-  event: WebhookEvent;
-  status: DeliveryStatus;
-  attempts: number;
-  createdAt: string;
-  lastAttemptAt?: string;
-  lastResponseStatus?: number;
-  lastError?: string;
-  nextAttemptAt?: string;
-}
+/** The contract's WebhookDelivery; its id is the message id, sent as `webhook-id` on every attempt. */
+export type Delivery = Omit<components['schemas']['WebhookDelivery'], 'id'> & { messageId: string };
 
 /** A due delivery, leased to one dispatcher until `claimedUntil`, with what sending it needs. */
 export interface ClaimedDelivery {
@@ -165,64 +149,11 @@ export class SubscriptionLimitError extends Error {
   }
 }
 
-export interface PlantRepository {
-  /** Inserts the plant unless its id exists; the database's uniqueness decides, never check-then-insert. */
-  createPlant(plant: PlantRecord): Promise<CreateResult>;
-  /** Plants in ascending id order. */
-  listPlants(query: PageQuery): Promise<PlantRecord[]>;
-  getPlant(id: bigint): Promise<PlantRecord | undefined>;
-  /** Replaces the content; the precondition is checked in the same transaction as the write. */
-  replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite>;
-  /** Deletes the plant; `plant` in the result is what was deleted. */
-  deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite>;
-}
-
-export interface TokenRepository {
-  findTokenByHash(hash: string): Promise<TokenRecord | undefined>;
-  /** Stores the token only when the store holds no token at all; answers whether it did. */
-  createFirstToken(token: NewTokenRecord): Promise<boolean>;
-  /** Rejects with TokenNameTakenError when the name is in use. */
-  createToken(token: NewTokenRecord): Promise<TokenRecord>;
-  /** Every token, revoked and expired ones included, oldest first. */
-  listTokens(): Promise<TokenRecord[]>;
-  /** Revokes the token with this name, or this id when `nameOrId` is all digits; undefined when none. */
-  revokeToken(nameOrId: string): Promise<TokenRecord | undefined>;
-  /** Records when tokens were last used; called in batches, never once per request. */
-  recordTokenUse(uses: ReadonlyMap<number, string>): Promise<void>;
-}
-
-export interface WebhookRepository {
-  /** Stores the subscription unless `max` are stored (SubscriptionLimitError), decided in the write: racing creates never store more. */
-  createSubscription(subscription: NewSubscription, max: number): Promise<Subscription>;
-  /** Subscriptions in ascending id order. */
-  listSubscriptions(query: KeysetQuery): Promise<Subscription[]>;
-  /** Makes `secret` the signing secret; the one it replaces signs too until `previousUntil`. Undefined when there is no such subscription. */
-  rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined>;
-  /** Enables the subscription again (events from now on are delivered); undefined when it does not exist. */
-  enableSubscription(id: bigint): Promise<Subscription | undefined>;
-  /** Removes the subscription and its deliveries; false when there was none. */
-  deleteSubscription(id: bigint): Promise<boolean>;
-  /** Newest first; undefined when the subscription does not exist. */
-  listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined>;
-  /** Leases due deliveries until `now + leaseMs` (never one to two instances), each subscription up to its share (webhooks.ts). */
-  claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription?: number, unanswered?: number): Promise<ClaimedDelivery[]>;
-  /** Records an attempt's outcome, and whether the receiver answered it (a `responseStatus`), for the subscription's share. */
-  recordAttempt(outcome: AttemptOutcome): Promise<void>;
-  /** Deliveries waiting to be sent or retried. */
-  countPendingDeliveries(): Promise<number>;
-  /** Deletes delivered deliveries last attempted before `deliveredBefore`, failed ones before `failedBefore`. */
-  pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number>;
-}
-
-/** The store: a repository per concern over one database. */
-export interface PlantStore {
-  readonly plants: PlantRepository;
-  readonly tokens: TokenRepository;
-  readonly webhooks: WebhookRepository;
-  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
+// The store's and the repositories' shapes are their implementations' (store.ts, plants.ts, tokens.ts, webhooks.ts), which fakes may stand in for.
+export type PlantStore = Pick<SqlStore, keyof SqlStore>;
+export type PlantRepository = Pick<SqlPlants, keyof SqlPlants>;
+export type TokenRepository = Pick<SqlTokens, keyof SqlTokens>;
+export type WebhookRepository = Pick<SqlWebhooks, keyof SqlWebhooks>;
 
 /** The inclusive lowest id of the page after `after`; undefined when no id can follow it. */
 export function pageStart(after?: bigint): bigint | undefined {

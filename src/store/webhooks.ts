@@ -1,7 +1,7 @@
 // The webhooks repository: subscriptions, and the outbox of deliveries that plant changes write and dispatchers lease.
-import { all, only, raw, record, run, sql, type Driver, type EventOrigin, type Row, type Spelling, type Sql, type Steps } from './sql.ts';
+import { all, only, raw, record, Repository, run, sql, type EventOrigin, type Row, type Spelling, type Sql, type Steps } from './sql.ts';
 import { eventPayload, pageStart, SubscriptionLimitError, unstorableText, type AttemptOutcome, type ClaimedDelivery, type Delivery, type KeysetQuery,
-  type NewSubscription, type PlantRecord, type Subscription, type WebhookEvent, type WebhookRepository } from './types.ts';
+  type NewSubscription, type PlantRecord, type Subscription, type WebhookEvent } from './types.ts';
 
 /** The subscriptions (`s`) that want the event. Its name is written into the SQL: SQLite re-prepares a statement whose LIKE pattern is bound. */
 export function wanting(event: WebhookEvent): Sql {
@@ -34,13 +34,7 @@ function dueAs(x: string, now: string): Sql {
   return sql`${status} = 'pending' AND ${due} <= ${now} AND (${until} IS NULL OR ${until} <= ${now})`;
 }
 
-/**
- * The due deliveries a claim may take: each subscription's in its due order, up to its share (`perSubscription`, or `unanswered`
- * until its receiver answered its latest attempt) less those it holds leased anywhere. The first `limit` are taken round-robin
- * so that one backlog never fills a claim; beyond them a subscription holding no lease gets its first (its own slot), so that
- * hanging receivers cannot hold every slot. `queue` reads a few rows per subscription along an index; `held` is materialized
- * so that it is read through the index of leases.
- */
+/** The due deliveries a claim may take, by the rules of docs/webhooks.md ("Sharing the sending slots"); `held` is materialized to read the index of leases. */
 function candidates({ firstDeliveries }: Spelling, now: string, limit: number, perSubscription: number, unanswered: number): Sql {
   const first = firstDeliveries((y) => sql`${raw(y)}.subscription_id = s.id AND ${dueAs(y, now)}`, (y) => raw(`${y}.next_attempt_at, ${y}.id`), perSubscription);
   return sql`WITH queue AS (SELECT s.id AS subscription_id,
@@ -67,22 +61,16 @@ function withStorableDiagnostics(outcome: AttemptOutcome): AttemptOutcome {
   return { ...outcome, error: readable(outcome.error), disableSubscription: readable(outcome.disableSubscription) };
 }
 
-export class SqlWebhooks implements WebhookRepository {
-  readonly #driver: Driver;
-
-  constructor(driver: Driver) {
-    this.#driver = driver;
-  }
-
+export class SqlWebhooks extends Repository {
   async createSubscription({ url, events, secret }: NewSubscription, max: number): Promise<Subscription> {
     const refused = unstorableText({ url, secret });
     if (refused) throw refused;
-    const lock = this.#driver.spelling.takeTurns?.('subscription');
+    const lock = this.driver.spelling.takeTurns?.('subscription');
     // Stored only while fewer than `max` are: counted and inserted in one statement.
     const insert = all(sql`INSERT INTO webhook_subscriptions (url, events, secret, created_at)
       SELECT ${url}, ${events.join(' ')}, ${secret}, ${new Date().toISOString()} WHERE (SELECT count(*) FROM webhook_subscriptions) < CAST(${max} AS INTEGER)
       RETURNING ${SUBSCRIPTION}`);
-    const [row] = await this.#driver.write(function* () {
+    const [row] = await this.driver.write(function* () {
       // Two creates at the limit must not both see room: the second counts after the first commits.
       if (lock !== undefined) yield all(lock);
       return (yield insert) as Row[];
@@ -95,7 +83,7 @@ export class SqlWebhooks implements WebhookRepository {
     const from = pageStart(after);
     if (from === undefined) return [];
     const page = sql`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE id >= ${from} ORDER BY id LIMIT CAST(${limit} AS INTEGER)`;
-    return (await this.#driver.read(() => only<Row[]>(all(page)))).map(toSubscription);
+    return (await this.driver.read(() => only<Row[]>(all(page)))).map(toSubscription);
   }
 
   async rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined> {
@@ -109,7 +97,7 @@ export class SqlWebhooks implements WebhookRepository {
   }
 
   deleteSubscription(id: bigint): Promise<boolean> {
-    return this.#driver.write(function* () {
+    return this.driver.write(function* () {
       // The subscription first, as recordAttempt locks it before a delivery.
       const deleted = (yield run(sql`DELETE FROM webhook_subscriptions WHERE id = ${id}`)) === 1;
       yield run(sql`DELETE FROM webhook_deliveries WHERE subscription_id = ${id}`);
@@ -118,25 +106,25 @@ export class SqlWebhooks implements WebhookRepository {
   }
 
   async listDeliveries(subscriptionId: bigint, limit: number): Promise<Delivery[] | undefined> {
-    const rows = await this.#driver.read(function* () {
+    const rows = await this.driver.read(function* () {
       if (((yield all(sql`SELECT 1 AS one FROM webhook_subscriptions WHERE id = ${subscriptionId}`)) as Row[]).length === 0) return undefined;
       return (yield all(sql`SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ${subscriptionId} ORDER BY id DESC LIMIT CAST(${limit} AS INTEGER)`)) as Row[];
     });
     return rows?.map((row) => record<Delivery>(row));
   }
 
+  /** Leases due deliveries until `now + leaseMs` (never one to two instances), each subscription up to its share. */
   async claimDueDeliveries(now: Date, leaseMs: number, limit: number, perSubscription = limit, unanswered = perSubscription): Promise<ClaimedDelivery[]> {
     const at = now.toISOString();
-    const { spelling } = this.#driver;
+    const { spelling } = this.driver;
     const chosen = candidates(spelling, at, limit, perSubscription, unanswered);
     // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
-    if ((await this.#driver.read(() => only<Row[]>(all(chosen)))).length === 0) return [];
+    if ((await this.driver.read(() => only<Row[]>(all(chosen)))).length === 0) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
-    // The candidates are chosen without locks (PostgreSQL locks no rows a window reads); the lock and the due test are taken
-    // again on each. CROSS JOIN makes SQLite look each candidate up by id, not scan every pending delivery.
+    // Chosen without locks (a window locks no rows), so each is locked and tested again; CROSS JOIN makes SQLite look it up by id.
     const claim = all(sql`UPDATE webhook_deliveries SET claimed_until = ${until} WHERE id IN (
       SELECT w.id FROM (${chosen}) c CROSS JOIN webhook_deliveries w WHERE w.id = c.id AND ${dueAs('w', at)}${spelling.skipLocked('w')}) RETURNING ${CLAIMED}`);
-    return this.#driver.write(function* () {
+    return this.driver.write(function* () {
       const rows = ((yield claim) as Row[]).map((row) => record<ClaimedDelivery & { due: string }>(row));
       const targets = new Map<bigint, Row | undefined>();
       for (const { subscriptionId: id } of rows) {
@@ -156,8 +144,7 @@ export class SqlWebhooks implements WebhookRepository {
   recordAttempt(attempt: AttemptOutcome): Promise<void> {
     const outcome = withStorableDiagnostics(attempt);
     const { id, at, result } = outcome;
-    // Whether the receiver answered its latest attempt, which a claim's share follows: written only when it changes, and before the
-    // delivery, so that every writer locks a subscription before its deliveries (no deadlock).
+    // Whether the receiver answered (a claim's share follows it), written before the delivery: subscriptions are locked first (no deadlock).
     const ofPending = sql`(SELECT subscription_id FROM webhook_deliveries WHERE id = ${id} AND status = 'pending')`;
     const answered = outcome.responseStatus === undefined
       ? sql`UPDATE webhook_subscriptions SET answered_at = NULL WHERE id = ${ofPending} AND answered_at IS NOT NULL`
@@ -167,7 +154,7 @@ export class SqlWebhooks implements WebhookRepository {
     const record = all(sql`UPDATE webhook_deliveries SET status = ${result === 'retry' ? 'pending' : result}, attempts = attempts + 1, last_attempt_at = ${at},
       last_response_status = ${outcome.responseStatus ?? null}, last_error = ${error}, next_attempt_at = ${result === 'retry' ? outcome.nextAttemptAt : null},
       claimed_until = NULL WHERE id = ${id} AND status = 'pending' RETURNING subscription_id`);
-    return this.#driver.write(function* () {
+    return this.driver.write(function* () {
       yield run(answered);
       const [row] = (yield record) as { subscription_id: bigint }[];
       if (result !== 'failed' || !outcome.disableSubscription || !row) return;
@@ -179,18 +166,18 @@ export class SqlWebhooks implements WebhookRepository {
   }
 
   async countPendingDeliveries(): Promise<number> {
-    const [row] = await this.#driver.read(() => only<{ pending: bigint | number }[]>(all(sql`SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'`)));
+    const [row] = await this.driver.read(() => only<{ pending: bigint | number }[]>(all(sql`SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'`)));
     return Number(row!.pending);
   }
 
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
     const prune = sql`DELETE FROM webhook_deliveries
       WHERE (status = 'delivered' AND last_attempt_at < ${deliveredBefore.toISOString()}) OR (status = 'failed' AND last_attempt_at < ${failedBefore.toISOString()})`;
-    return this.#driver.write(() => only<number>(run(prune)), 'statement');
+    return this.driver.write(() => only<number>(run(prune)), 'statement');
   }
 
   async #changeSubscription(change: Sql, id: bigint): Promise<Subscription | undefined> {
-    const [row] = await this.#driver.write(() => only<Row[]>(all(sql`UPDATE webhook_subscriptions SET ${change} WHERE id = ${id} RETURNING ${SUBSCRIPTION}`)), 'statement');
+    const [row] = await this.driver.write(() => only<Row[]>(all(sql`UPDATE webhook_subscriptions SET ${change} WHERE id = ${id} RETURNING ${SUBSCRIPTION}`)), 'statement');
     return row && toSubscription(row);
   }
 }

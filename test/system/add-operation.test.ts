@@ -43,8 +43,7 @@ function addTheCode(t: Test, dir: string): void {
   const app = join(dir, 'src/app.ts');
   placeSnippet(t, app, /^import \{ createPlantHandlers \}/, 'after the line', snippet('In `src/app.ts`, import it', 'ts'));
   placeSnippet(t, app, /^\s+\.\.\.createPlantHandlers\(/, 'after the line', snippet('and add its handlers to those', 'ts'));
-  placeSnippet(t, join(dir, 'src/store/types.ts'), /^ {2}listPlants\(/, 'after the line', snippet('5. **Store query.**', 'ts'));
-  placeSnippet(t, join(dir, 'src/store/plants.ts'), /^ {2}listPlants\(/, 'after its block', snippet('In `src/store/plants.ts`, `SqlPlants` implements it', 'ts'));
+  placeSnippet(t, join(dir, 'src/store/plants.ts'), /^ {2}listPlants\(/, 'after its block', snippet('5. **Store query.**', 'ts'));
   placeSnippet(t, join(dir, 'test/store/store-contract.ts'), /PlantStore contract`, async \(t\) => \{$/, 'inside its block', snippet('6. **Test.**', 'ts'));
 }
 
@@ -55,7 +54,7 @@ function diagnosticsOf(output: string): string[] {
 
 const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'tsconfig.json', 'eslint.config.js', 'redocly.yaml', 'src', 'scripts', 'contract', 'test', 'packages/client']);
 /** The files the page changes by hand (besides the generated types). */
-const CHANGED = ['openapi.yaml', 'src/plants/tags.ts', 'src/app.ts', 'src/store/types.ts', 'src/store/plants.ts', 'test/store/store-contract.ts'];
+const CHANGED = ['openapi.yaml', 'src/plants/tags.ts', 'src/app.ts', 'src/store/plants.ts', 'test/store/store-contract.ts'];
 
 t.test('the page names the files it changes, and quotes no line numbers', async (t) => {
   const page = markdownFile(DOC);
