@@ -129,7 +129,7 @@ export function resolve(document: Node, node: unknown, seen = new Set<string>())
 }
 
 // JSON Pointer's escapes (RFC 6901): ~1 is /, ~0 is ~.
-function unescapePointer(token: string): string {
+export function unescapePointer(token: string): string {
   return token.replaceAll('~1', '/').replaceAll('~0', '~');
 }
 

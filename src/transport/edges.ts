@@ -1,9 +1,10 @@
 // Answers decided below routing, where Node would answer for us or not at all: each an Error body, none overtaking a pipelined one.
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { clientErrorRefusal, HttpError, rawErrorAnswer, refuse } from '../contract/errors.ts';
+import { HttpError, refuse } from '../contract/errors.ts';
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {
@@ -54,7 +55,7 @@ function lacksRequiredHost(request: IncomingMessage): boolean {
 
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
 function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
-  closeWith(socket, rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' }));
+  closeWith(socket, rawErrorAnswer(new HttpError(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' })));
 }
 
 /** Writes a last answer and closes the connection. */
@@ -95,7 +96,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
   const refusal = clientErrorRefusal(error);
   failed.set(socket, refusal);
-  const answer = rawErrorAnswer(refusal.statusCode, refusal.message);
+  const answer = rawErrorAnswer(refusal);
   const before = answerBefore(socket);
   if (before === undefined || before.writableFinished) {
     if (socket.writable) closeWith(socket, answer);
@@ -123,4 +124,30 @@ function answerBefore(socket: Socket): ServerResponse | undefined {
   const seen = begun.get(socket);
   if (seen?.last === undefined) return undefined;
   return seen.last.req.complete || seen.last.writableEnded ? seen.last : seen.previous;
+}
+
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request took too long to arrive.'],
+  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large.'],
+};
+// Not node:http's STATUS_CODES: importing node:http as an ES module loads Node's bundled fetch client at start.
+const REASON_PHRASES: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+
+/** The refusal of a request so malformed that HTTP parsing failed, or that took too long to arrive: the connection closes after it. */
+function clientErrorRefusal(error: NodeJS.ErrnoException): HttpError {
+  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP.'];
+  return new HttpError(status, message, { connection: 'close' });
+}
+
+/** A whole HTTP answer for a socket Fastify never sees; no request named itself, so it gets a new X-Request-Id. */
+function rawErrorAnswer({ statusCode, headers, body }: HttpError): string {
+  const fields = {
+    'content-type': 'application/json; charset=utf-8',
+    ...headers,
+    'x-request-id': randomUUID(),
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  };
+  const head = Object.entries(fields).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${statusCode} ${REASON_PHRASES[statusCode]}\r\n${head}\r\n${body}`;
 }
