@@ -76,9 +76,7 @@ export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, han
 }
 
 // under-pressure's documented per-route handler: one that sends nothing lets the request through.
-function admit(): undefined {
-  return undefined;
-}
+const admit = (): undefined => undefined;
 
 /** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
 const BOOT_SAMPLES_MS = 2000;
