@@ -1,11 +1,7 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
 import createError from '@fastify/error';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-
-export interface ErrorBody {
-  error: number;
-  message: string;
-}
+import type { components } from '../generated/openapi.ts';
 
 // An answer, not a fault: @fastify/error builds it without capturing a stack, which no one would read.
 const Refusal = createError<'PLANT_STORE_REFUSAL', number>('PLANT_STORE_REFUSAL', '%s', 500, Error, false);
@@ -24,7 +20,7 @@ export class HttpError extends Refusal {
 
   /** The Error body's JSON text, made once: a message may quote the client's input, half a surrogate pair included. */
   get body(): string {
-    return (this.#body ??= JSON.stringify({ error: this.statusCode, message: this.message.toWellFormed() } satisfies ErrorBody));
+    return (this.#body ??= JSON.stringify({ error: this.statusCode, message: this.message.toWellFormed() } satisfies components['schemas']['Error']));
   }
 }
 
