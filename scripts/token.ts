@@ -2,14 +2,16 @@
 import { loadConfig, storeOptions } from '../src/config.ts';
 import { readSpecification } from '../src/spec-path.ts';
 import { openStore } from '../src/store/factory.ts';
+import { deriveOperationFacts } from '../src/contract/operation-facts.ts';
 import { runTokenCommand } from '../src/tokens/cli.ts';
-import { scopesInSpec } from '../src/tokens/scopes.ts';
 
 try {
   const config = loadConfig();
   const store = await openStore(config.databaseUrl, storeOptions(config));
   try {
-    const knownScopes = scopesInSpec(readSpecification());
+    // The scopes the operations' security requirements name: --scope must be one of them (or *).
+    const requirements = [...deriveOperationFacts(readSpecification()).values()].flatMap((facts) => facts.security);
+    const knownScopes = [...new Set(requirements.flatMap((requirement) => Object.values(requirement).flat()))].sort();
     process.exitCode = await runTokenCommand(process.argv.slice(2), {
       store: store.tokens,
       knownScopes,

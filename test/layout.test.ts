@@ -22,7 +22,7 @@ const RULES: Record<string, Rule> = {
   generated: { may: [], never: () => true },
   // The cross-cutting folders know nothing of plants: no plants/, webhooks/ or store/.
   contract: { may: ['src/generated/'] },
-  security: { may: ['src/contract/', 'src/tokens/verifier.ts', 'src/tokens/scopes.ts'] },
+  security: { may: ['src/contract/', 'src/tokens/verifier.ts'] },
   observability: { may: ['src/contract/', 'src/config.ts'] },
   transport: { may: ['src/contract/', 'src/config.ts'] },
   docs: { may: ['src/contract/', 'src/transport/compression-stored.ts'] },

@@ -1,49 +1,30 @@
-// Cross-origin access (CORS) for browser apps served from the origins in CORS_ORIGINS, through
-// @fastify/cors. Registered before authentication, so that a preflight, which never carries a
-// token, is answered 204 instead of 401 or 404; registered not at all when the list is empty, so
-// that a service without browser clients runs no CORS hook on any request.
+// CORS for the browser apps of CORS_ORIGINS through @fastify/cors: before authentication, as a preflight
+// carries no token; not registered at all without origins, so no request runs its hook.
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
 
-/** The methods of openapi.yaml's operations (GET, HEAD and POST need no preflight, but are named for clarity). */
-export const CORS_METHODS = ['GET', 'POST', 'PUT', 'DELETE'];
-/** Request headers a page may send beyond the CORS-safelisted ones. */
-export const CORS_REQUEST_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'X-Request-Id'];
-/** Answer headers a page may read beyond the CORS-safelisted ones (Content-Type, Content-Length...). */
-export const CORS_EXPOSED_HEADERS = [
-  'ETag',
-  'Link',
-  'Retry-After',
-  'WWW-Authenticate',
-  'X-Request-Id',
-  'X-RateLimit-Limit',
-  'X-RateLimit-Remaining',
-  'X-RateLimit-Reset',
-];
-/** How long a browser may reuse a preflight's answer (Chromium caps it at 7200). */
-export const CORS_MAX_AGE_SECONDS = 600;
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
 export async function allowCrossOrigin(app: FastifyInstance, origins: readonly string[]): Promise<void> {
   if (origins.length === 0) return;
   const allowed = new Set(origins);
-  // Loaded only when used: a service without browser clients does not pay for it at boot.
-  const { fastifyCors } = await import('@fastify/cors');
+  const { fastifyCors } = await import('@fastify/cors'); // loaded only when used
   await app.register(fastifyCors, {
     // An origin not listed gets no CORS header at all (a static list would still send the others).
     origin: (origin, callback) => callback(null, origin !== undefined && allowed.has(origin)),
-    methods: CORS_METHODS,
-    allowedHeaders: CORS_REQUEST_HEADERS,
-    exposedHeaders: CORS_EXPOSED_HEADERS,
-    maxAge: CORS_MAX_AGE_SECONDS,
+    // The methods of openapi.yaml's operations; the headers a page may send and read beyond the safelisted ones.
+    methods: ['GET', 'POST', 'PUT', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'X-Request-Id'],
+    exposedHeaders: ['ETag', 'Link', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', ...RATE_LIMIT_HEADERS],
+    maxAge: 600, // seconds a browser may reuse a preflight's answer (Chromium caps it at 7200)
     // Strict mode answers a bare OPTIONS with a text/plain 400, not the Error body.
     strictPreflight: false,
   });
   app.addHook('onRequest', refuseForeignPreflights);
 }
 
-// What reaches this hook as an OPTIONS comes from an origin not listed (the plugin answered the
-// others). A preflight gets a 403 Error that says why, rather than the 404 "no such operation" it
-// would get; any other OPTIONS is no operation, as without CORS_ORIGINS: 404, before its body is read.
+// An OPTIONS reaching this hook is from an origin not listed: a preflight gets a 403 that says why, any
+// other OPTIONS the 404 of no operation, as without CORS_ORIGINS, before its body is read.
 function refuseForeignPreflights(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   if (request.method !== 'OPTIONS') return done();
   if (request.headers['access-control-request-method'] === undefined) return reply.callNotFound();

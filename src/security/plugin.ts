@@ -1,10 +1,9 @@
-// Who may call what, and how often: cross-origin access for the browser apps in CORS_ORIGINS, the
-// bearer token check that each operation's route runs (app.bearerAuth.hookFor(scopes)), the guard
-// against token guessing, and the per-token rate limit.
+// Who may call what, and how often: CORS for the browser apps in CORS_ORIGINS, the bearer token check each
+// operation's route runs (app.bearerAuth.hookFor(scopes)), the guard against guessing, the per-token rate limit.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { createTokenVerifier, type VerifierOptions } from '../tokens/verifier.ts';
-import { createBearerAuth, type BearerAuth } from './auth.ts';
+import { createBearerAuth } from './auth.ts';
 import { allowCrossOrigin } from './cors.ts';
 import { createFailureLimiter } from './failure-limiter.ts';
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.ts';
@@ -17,21 +16,14 @@ export interface SecurityOptions {
   rateLimit: Omit<RateLimitOptions, 'onSkip'>;
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    bearerAuth: BearerAuth;
-  }
-}
-
 async function security(app: FastifyInstance, options: SecurityOptions): Promise<void> {
   await allowCrossOrigin(app, options.corsOrigins);
   const verifier = createTokenVerifier(options.tokens);
   app.addHook('onClose', () => verifier.close());
-  const failures = createFailureLimiter({ max: options.authFailuresPerMinute, windowMs: 60_000, ...(options.tokens.now && { now: options.tokens.now }) });
+  const failures = createFailureLimiter({ max: options.authFailuresPerMinute, windowMs: 60_000, now: options.tokens.now });
   app.decorate('bearerAuth', await createBearerAuth(app, { verifier, failures }));
   await registerRateLimit(app, { ...options.rateLimit, onSkip: app.observability.metrics.rateLimitSkipped });
 }
 
-// After the contract: CORS's preflight route answers Error bodies. After observability: rate-limit
-// checks skipped for want of Redis are counted in /metrics.
+// After the contract (CORS's preflight route answers Error bodies) and observability (/metrics counts skipped checks).
 export default fp(security, { name: 'security', fastify: '5.x', dependencies: ['contract', 'observability'] });

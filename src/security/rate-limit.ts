@@ -1,10 +1,7 @@
-// Per-token request budget (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit. It runs as a
-// preParsing hook, after authentication, so the key is the token and not the address; with
-// REDIS_URL the budget is shared by every instance through Redis. A check Redis does not answer
-// within REDIS_TIMEOUT, or made while Redis is unreachable, is skipped (skipOnError) and the request
-// served unlimited: serving without a limit beats not serving.
+// Per-token request budget with @fastify/rate-limit, after authentication (preParsing) so the key is the token;
+// with REDIS_URL shared, and a check Redis misses (REDIS_TIMEOUT, down) skipped: unlimited beats not serving.
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
 
 /** timeout: Redis did not answer within REDIS_TIMEOUT; unavailable: no connection; error: Redis answered an error. */
@@ -13,7 +10,6 @@ export type RedisSkipReason = 'timeout' | 'unavailable' | 'error';
 export interface RateLimitOptions {
   perMinute?: number;
   redisUrl?: string;
-  /** The longest a request waits for Redis. */
   redisTimeoutMs: number;
   /** Called for each check skipped because Redis failed or was late. */
   onSkip?: (reason: RedisSkipReason) => void;
@@ -38,60 +34,68 @@ export async function registerRateLimit(app: FastifyInstance, options: RateLimit
 }
 
 const NAMESPACE = 'plant-store:rate-limit:';
-
-// A fixed window per key: the first hit starts it (PEXPIRE), every hit counts (INCR), and the
-// answer says how long the window has left (PTTL), in one round trip.
+// A fixed window per key: the first hit starts it, every hit counts, the answer says what is left of it.
 const INCREMENT = `
 local current = redis.call('INCR', KEYS[1])
 local ttl = tonumber(ARGV[1])
 if current == 1 then redis.call('PEXPIRE', KEYS[1], ttl) else ttl = redis.call('PTTL', KEYS[1]) end
 return {current, ttl}
 `;
+const WARNING_INTERVAL_MS = 60_000;
 
-/**
- * The budget in Redis, through the plugin's documented store interface rather than its `redis`
- * option: under skipOnError the plugin swallows a store error without a word, and each skipped
- * check must reach /metrics and the log.
- */
-async function redisStore(app: FastifyInstance, url: string, options: RateLimitOptions) {
-  // ioredis is loaded only when REDIS_URL asks for it.
-  const { Redis, ReplyError } = await import('ioredis');
-  const timeoutMs = options.redisTimeoutMs;
+// A store of our own, not the plugin's `redis` option, which drops an error silently: each skip reaches /metrics.
+async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: timeoutMs, onSkip }: RateLimitOptions) {
+  const { Redis, ReplyError } = await import('ioredis'); // loaded only when REDIS_URL asks for it
   const redis = new Redis(url, {
-    // A check waits at most REDIS_TIMEOUT; a connection silent that long is dropped and set up
-    // again, so a hung Redis collects no queue and its recovery shows as a new connection.
+    // A check waits at most REDIS_TIMEOUT; a connection silent that long is made anew (a hung Redis collects no queue).
     commandTimeout: timeoutMs,
     socketTimeout: timeoutMs,
     // Checks queued while a connection is set up fail when it fails; one given up is never resent.
     maxRetriesPerRequest: 1,
     autoResendUnfulfilledCommands: false,
   });
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => undefined); // bounded by commandTimeout
-    redis.disconnect();
-  });
-  const health = redisHealth(app.log, timeoutMs, options.onSkip);
+  app.addHook('onClose', () => redis.quit().then(() => undefined, () => redis.disconnect())); // bounded by commandTimeout
+
+  // Skipping is logged when it begins, at most once a minute while it lasts, and when Redis answers again.
+  let degraded = false;
+  let warnedAt = 0;
+  let skippedChecks = 0; // since the last log line about Redis
+  const warn = (reason: RedisSkipReason, error?: Error) => {
+    if (degraded && Date.now() - warnedAt < WARNING_INTERVAL_MS) return;
+    app.log.warn(
+      { reason, skippedChecks, timeoutMs, ...(error && { err: error }) },
+      'Redis did not answer within REDIS_TIMEOUT or is unreachable: rate limits are skipped (requests served unlimited) until it answers again',
+    );
+    [degraded, warnedAt, skippedChecks] = [true, Date.now(), 0];
+  };
+  const answered = () => {
+    if (!degraded) return;
+    app.log.info({ skippedChecks }, 'Redis answers again: rate limits are shared again');
+    [degraded, skippedChecks] = [false, 0];
+  };
   // An instance's first checks wait for its first connection; later, none waits for a reconnection.
   let connectedOnce = false;
   // A check went unanswered: the checks skipped until Redis is ready again are late too.
   let hung = false;
   redis.on('ready', () => {
-    connectedOnce = true;
-    hung = false;
-    health.answered();
+    [connectedOnce, hung] = [true, false];
+    answered();
   });
-  redis.on('error', (error: Error) => health.warn('unavailable', error));
+  redis.on('error', (error: Error) => warn('unavailable', error));
 
-  const incr = (key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow?: number) => {
+  type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
+  const incr = (key: string, callback: Callback, timeWindow?: number) => {
     const skip = (reason: RedisSkipReason, error?: Error) => {
-      health.skipped(reason, error);
+      skippedChecks++;
+      onSkip?.(reason);
+      warn(reason, error);
       callback(error ?? new Error(`Redis check skipped: ${reason}`));
     };
     const ready = redis.status === 'ready';
     if (!ready && connectedOnce) return skip(hung ? 'timeout' : 'unavailable');
     (redis.eval(INCREMENT, 1, NAMESPACE + key, timeWindow!) as Promise<[number, number]>).then(
       ([current, ttl]) => {
-        health.answered();
+        answered();
         callback(null, { current, ttl });
       },
       (error: Error) => {
@@ -103,41 +107,6 @@ async function redisStore(app: FastifyInstance, url: string, options: RateLimitO
   };
   return class implements FastifyRateLimitStore {
     incr = incr;
-    // Route-level limits are not used; a child shares the global budget.
-    child = () => this;
-  };
-}
-
-const WARNING_INTERVAL_MS = 60_000;
-
-/** Counts each skipped check (for /metrics); logs when skipping begins, at most once a minute while it lasts, and when Redis answers again. */
-function redisHealth(log: FastifyBaseLogger, timeoutMs: number, onSkip?: (reason: RedisSkipReason) => void) {
-  let degraded = false;
-  let lastWarningAt = 0;
-  /** Checks skipped since the last log line about Redis: each line says how many. */
-  let skippedChecks = 0;
-  const warn = (reason: RedisSkipReason, error?: Error) => {
-    if (degraded && Date.now() - lastWarningAt < WARNING_INTERVAL_MS) return;
-    log.warn(
-      { reason, skippedChecks, timeoutMs, ...(error && { err: error }) },
-      'Redis did not answer within REDIS_TIMEOUT or is unreachable: rate limits are skipped (requests served unlimited) until it answers again',
-    );
-    degraded = true;
-    lastWarningAt = Date.now();
-    skippedChecks = 0;
-  };
-  return {
-    warn,
-    skipped(reason: RedisSkipReason, error?: Error) {
-      skippedChecks++;
-      onSkip?.(reason);
-      warn(reason, error);
-    },
-    answered() {
-      if (!degraded) return;
-      degraded = false;
-      log.info({ skippedChecks }, 'Redis answers again: rate limits are shared again');
-      skippedChecks = 0;
-    },
+    child = () => this; // route-level limits are not used: a child shares the global budget
   };
 }

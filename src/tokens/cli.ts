@@ -1,12 +1,10 @@
-// The logic of `npm run token -- create|list|revoke`: issue, show and revoke API tokens in the
-// store named by DATABASE_URL. Only a token's hash is stored; create prints the token once, as
-// its last line, so scripts can take it with `tail -n 1`.
+// `npm run token -- create|list|revoke` on the store of DATABASE_URL, which keeps only hashes: create
+// prints the token once, as its last line, for scripts to take with `tail -n 1`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { parseDuration } from '../duration.ts';
 import { TokenNameTakenError, UnstorableTextError, type TokenRepository } from '../store/types.ts';
 import { generateToken, hashToken, tokenHint } from './format.ts';
-import { ALL_SCOPES } from './scopes.ts';
-import { tokenStatus } from './verifier.ts';
-import { parseDuration } from '../duration.ts';
+import { ALL_SCOPES, tokenStatus } from './verifier.ts';
 
 export interface CliContext {
   store: TokenRepository;
@@ -14,10 +12,9 @@ export interface CliContext {
   knownScopes: readonly string[];
   out: (line: string) => void;
   err: (line: string) => void;
-  now?: () => Date;
 }
 
-export const USAGE = `Usage:
+const USAGE = `Usage:
   npm run token -- create --name NAME [--scope SCOPE]... [--expires 30d]
   npm run token -- list
   npm run token -- revoke NAME|ID
@@ -26,61 +23,59 @@ create prints the new token once, as its last line. Without --scope a token gets
 --expires takes a duration: 90m, 12h, 30d or 8w.`;
 
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
+const CREATE_OPTIONS: ParseArgsOptionsConfig = {
+  name: { type: 'string' },
+  scope: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+};
 
-export class UsageError extends Error {}
+class UsageError extends Error {}
 
 /** Runs one command; answers the process exit code (0 done, 1 refused, 2 usage). */
 export async function runTokenCommand(argv: readonly string[], context: CliContext): Promise<number> {
+  const [command, ...rest] = argv;
+  const commands: Record<string, typeof create> = { create, list, revoke };
   try {
-    const [command, ...rest] = argv;
-    switch (command) {
-      case 'create':
-        return await create(rest, context);
-      case 'list':
-        return await list(rest, context);
-      case 'revoke':
-        return await revoke(rest, context);
-      default:
-        throw new UsageError(command === undefined ? 'Name a command.' : `Unknown command "${command}".`);
+    if (command === undefined || !Object.hasOwn(commands, command)) {
+      throw new UsageError(command === undefined ? 'Name a command.' : `Unknown command "${command}".`);
     }
+    return await commands[command]!(rest, context);
   } catch (error) {
     if (error instanceof UsageError) {
       context.err(`${error.message}\n\n${USAGE}`);
       return 2;
     }
-    if (error instanceof TokenNameTakenError || error instanceof UnstorableTextError) {
-      context.err(error.message);
-      return 1;
-    }
-    throw error;
+    if (!(error instanceof TokenNameTakenError || error instanceof UnstorableTextError)) throw error;
+    context.err(error.message);
+    return 1;
   }
 }
 
 async function create(args: string[], context: CliContext): Promise<number> {
-  const { values, positionals } = parse(args, {
-    name: { type: 'string' },
-    scope: { type: 'string', multiple: true },
-    expires: { type: 'string' },
-  });
+  const { values, positionals } = parse(args, CREATE_OPTIONS);
   if (positionals.length > 0) throw new UsageError(`create takes only options, not "${positionals.join(' ')}".`);
-  const name = values.name as string | undefined;
+  const { name, scope = [ALL_SCOPES], expires } = values as { name?: string; scope?: string[]; expires?: string };
   if (name === undefined || !NAME.test(name)) {
     throw new UsageError('--name is required: a letter, then up to 63 letters, digits, ".", "_" or "-".');
   }
-  const scopes = validScopes((values.scope as string[] | undefined) ?? [ALL_SCOPES], context.knownScopes);
-  const now = context.now?.() ?? new Date();
-  const expires = values.expires as string | undefined;
-  const expiresAt = expires === undefined ? undefined : new Date(now.getTime() + durationMs(expires)).toISOString();
+  const unknown = scope.filter((each) => each !== ALL_SCOPES && !context.knownScopes.includes(each));
+  if (unknown.length > 0) {
+    throw new UsageError(`Unknown scope ${unknown.join(', ')}; the contract knows ${[ALL_SCOPES, ...context.knownScopes].join(', ')}.`);
+  }
+  const lifetimeMs = expires === undefined ? undefined : parseDuration(expires);
+  if (expires !== undefined && !lifetimeMs) {
+    throw new UsageError(`--expires takes a duration such as 90m, 12h, 30d or 8w, not "${expires}".`);
+  }
   const token = generateToken();
   const record = await context.store.createToken({
     name,
     hash: hashToken(token),
     hint: tokenHint(token),
-    scopes,
-    ...(expiresAt && { expiresAt }),
+    scopes: [...new Set(scope)],
+    ...(lifetimeMs && { expiresAt: new Date(Date.now() + lifetimeMs).toISOString() }),
   });
   context.out(`Created token ${record.id} "${record.name}"`);
-  context.out(`  scopes:  ${describeScopes(record.scopes)}`);
+  context.out(`  scopes:  ${record.scopes.includes(ALL_SCOPES) ? '* (every scope)' : record.scopes.join(' ')}`);
   context.out(`  expires: ${record.expiresAt ?? 'never'}`);
   context.out('Store it now: it is shown only this once and cannot be recovered.');
   context.out(token);
@@ -89,7 +84,7 @@ async function create(args: string[], context: CliContext): Promise<number> {
 
 async function list(args: string[], context: CliContext): Promise<number> {
   if (parse(args, {}).positionals.length > 0) throw new UsageError('list takes no arguments.');
-  const now = context.now?.() ?? new Date();
+  const now = Date.now();
   const rows = (await context.store.listTokens()).map((token) => [
     String(token.id),
     token.name,
@@ -98,7 +93,7 @@ async function list(args: string[], context: CliContext): Promise<number> {
     token.createdAt,
     token.lastUsedAt ?? 'never',
     token.expiresAt ?? 'never',
-    tokenStatus(token, now.getTime()),
+    tokenStatus(token, now),
   ]);
   if (rows.length === 0) {
     context.out('No tokens. Create one with: npm run token -- create --name NAME');
@@ -128,22 +123,4 @@ function parse(args: string[], options: ParseArgsOptionsConfig) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-}
-
-function validScopes(requested: string[], known: readonly string[]): string[] {
-  const unknown = requested.filter((scope) => scope !== ALL_SCOPES && !known.includes(scope));
-  if (unknown.length > 0) {
-    throw new UsageError(`Unknown scope ${unknown.join(', ')}; the contract knows ${[ALL_SCOPES, ...known].join(', ')}.`);
-  }
-  return [...new Set(requested)];
-}
-
-function durationMs(text: string): number {
-  const ms = parseDuration(text);
-  if (!ms) throw new UsageError(`--expires takes a duration such as 90m, 12h, 30d or 8w, not "${text}".`);
-  return ms;
-}
-
-function describeScopes(scopes: readonly string[]): string {
-  return scopes.includes(ALL_SCOPES) ? '* (every scope)' : scopes.join(' ');
 }

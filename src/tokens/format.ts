@@ -1,7 +1,6 @@
-// Issued token format: `pst_` + 43 base62 characters of 32 random bytes + 6 base62 characters of
-// their CRC-32. The prefix lets secret scanners spot a leaked token; the checksum refuses a
-// mistyped one without a store lookup.
-import { createHash, randomBytes } from 'node:crypto';
+// Issued tokens: `pst_`, 43 base62 characters of 32 random bytes, 6 of their CRC-32. The prefix lets secret
+// scanners spot a leak; the checksum refuses a mistyped token without a store lookup.
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const TOKEN_PREFIX = 'pst_';
@@ -25,7 +24,7 @@ export function hasValidChecksum(token: string): boolean {
 
 /** What the store keeps instead of the token. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** Enough to recognise a token in a list, never enough to use it. */

@@ -56,7 +56,7 @@ function addSeedsField(dir: string): void {
   const migrations = join(dir, 'src/store/migrations.ts');
   const text = readFileSync(migrations, 'utf8');
   const version = Math.max(...[...text.matchAll(/^ {4}version: (\d+),$/gm)].map((match) => Number(match[1]))) + 1;
-  const added = `  { version: ${version}, name: 'seeds', sql: 'ALTER TABLE plants ADD COLUMN seeds {int8};' },\n];`;
+  const added = `  { version: ${version}, name: 'seeds', sql: ({ int8 }) => \`ALTER TABLE plants ADD COLUMN seeds \${int8};\` },\n];`;
   writeFileSync(migrations, text.replace(/\n\];/, `\n${added}`).replace(/(export const PLANT_FIELD_MIGRATIONS: [^\n]*) \};/, `$1, seeds: ${version} };`));
 }
 
