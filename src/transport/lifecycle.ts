@@ -71,7 +71,6 @@ async function stopListening(server: NetServer): Promise<{ drained: Promise<void
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
 }
 
-/** Settles once every connection is closed or after `graceMs`, whichever comes first. */
 async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Promise<void> {
   // Unreferenced: once drained, the grace timer must not hold the process open.
   await Promise.race([drained, sleep(graceMs, undefined, { ref: false })]);
