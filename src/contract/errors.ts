@@ -1,12 +1,7 @@
 // Every failure, from any layer, leaves as the published Error body: {"error": status, "message": "..."}.
-import { randomUUID } from 'node:crypto';
 import createError from '@fastify/error';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-
-export interface ErrorBody {
-  error: number;
-  message: string;
-}
+import type { components } from '../generated/openapi.ts';
 
 // An answer, not a fault: @fastify/error builds it without capturing a stack, which no one would read.
 const Refusal = createError<'PLANT_STORE_REFUSAL', number>('PLANT_STORE_REFUSAL', '%s', 500, Error, false);
@@ -25,7 +20,7 @@ export class HttpError extends Refusal {
 
   /** The Error body's JSON text, made once: a message may quote the client's input, half a surrogate pair included. */
   get body(): string {
-    return (this.#body ??= JSON.stringify({ error: this.statusCode, message: this.message.toWellFormed() } satisfies ErrorBody));
+    return (this.#body ??= JSON.stringify({ error: this.statusCode, message: this.message.toWellFormed() } satisfies components['schemas']['Error']));
   }
 }
 
@@ -70,29 +65,6 @@ const FRAMEWORK_ERRORS: Record<string, HttpError> = {
   // Fastify's own answer is 414; no parameter of this API is near 100 characters, so it is plain bad input.
   FST_ERR_MAX_PARAM_LENGTH: new HttpError(400, 'A path parameter of the URL is too long.'),
 };
-
-const CLIENT_ERRORS: Record<string, [number, string]> = {
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request took too long to arrive.'],
-  HPE_HEADER_OVERFLOW: [431, 'The request headers are too large.'],
-};
-// Not node:http's STATUS_CODES: importing node:http as an ES module loads Node's bundled fetch client at start.
-const REASON_PHRASES: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
-
-/** The refusal of a request so malformed that HTTP parsing failed, or that took too long to arrive: the connection closes after it. */
-export function clientErrorRefusal(error: NodeJS.ErrnoException): HttpError {
-  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'The request is not valid HTTP.'];
-  return new HttpError(status, message, { connection: 'close' });
-}
-
-/** A whole HTTP answer for a socket Fastify never sees; no request named itself, so it gets a new X-Request-Id. */
-export function rawErrorAnswer(status: number, message: string, headers: Record<string, string> = {}): string {
-  const { body } = new HttpError(status, message);
-  const extra = Object.entries({ ...headers, 'X-Request-Id': randomUUID() }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  return (
-    `HTTP/1.1 ${status} ${REASON_PHRASES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  );
-}
 
 function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
   // Text of a named JSON type is written as it is: no serializer, no preSerialization step.

@@ -1,8 +1,6 @@
-// What openapi.yaml says of each operation, read once at start: the facts its route is built from; where
-// OpenAPI has no word, one `x-` extension (docs/architecture.md).
+// What openapi.yaml says of each operation, read once at start; where OpenAPI has no word, one `x-` extension.
 import { SpecificationError } from '../spec-path.ts';
 
-/** OpenAPI's security requirement: each scheme's name with the scopes it needs. */
 export type SecurityRequirement = Record<string, string[]>;
 
 export interface OperationFacts {
@@ -15,9 +13,7 @@ export interface OperationFacts {
   readonly pageRead: boolean;
   /** Marked `x-answered-under-pressure: true`: answered even while the instance sheds load. */
   readonly answeredUnderPressure: boolean;
-  /** The media types its request body may have. */
   readonly requestMediaTypes: readonly string[];
-  /** The media types of its answers. */
   readonly responseMediaTypes: readonly string[];
 }
 
@@ -29,7 +25,6 @@ export class ContradictoryContractError extends SpecificationError {}
 
 type Node = Record<string, unknown>;
 
-/** The keys of a path item that are operations. */
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 /** The facts of every operation under `paths` (the `webhooks` are sent, not served), by operationId, which names its handler. */
@@ -129,7 +124,7 @@ export function resolve(document: Node, node: unknown, seen = new Set<string>())
 }
 
 // JSON Pointer's escapes (RFC 6901): ~1 is /, ~0 is ~.
-function unescapePointer(token: string): string {
+export function unescapePointer(token: string): string {
   return token.replaceAll('~1', '/').replaceAll('~0', '~');
 }
 

@@ -6,7 +6,6 @@ import { HttpError } from './errors.ts';
 /** Mirrors the default of the spec's `PageLimit`, which Ajv fills in before the handler runs. */
 export const DEFAULT_PAGE_SIZE = 100;
 
-/** The page a request asks for: the validated `limit` and `cursor` query parameters. */
 export interface PageRequest {
   limit?: number;
   cursor?: string;

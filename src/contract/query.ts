@@ -8,7 +8,6 @@ import { HttpError } from './errors.ts';
 export class MalformedQuery {
   // Shaped as a parsed query, as the router expects; none of its keys is a parameter.
   [key: string]: unknown;
-  /** The offending parameter's name, as far as it can be read. */
   readonly parameter: string | undefined;
 
   constructor(parameter: string | undefined) {

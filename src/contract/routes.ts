@@ -59,7 +59,6 @@ export function handlerFor(handlers: ServiceHandlers, operationId: string): Rout
   return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
 }
 
-/** Refuses to boot when a handler is passed for an operation openapi.yaml does not declare. */
 function refuseHandlersWithoutOperation(facts: ReadonlyMap<string, OperationFacts>, handlers: object): void {
   const extra = Object.keys(handlers).find((name) => !facts.has(name));
   if (extra !== undefined) {

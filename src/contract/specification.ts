@@ -22,7 +22,6 @@ export async function checkSpecification(document: object): Promise<void> {
   throw new SpecificationError(`openapi.yaml is not a valid OpenAPI document: ${errors.slice(0, 5).join('; ')}; fix it there.`);
 }
 
-/** At start: checkSpecification, unless the generated types say that npm run generate checked this very text. */
 export async function checkSpecificationAtStart(): Promise<void> {
   if (firstLineOf(GENERATED_TYPES_PATH) === generatedHeader(readSpecificationText())) return;
   // The document the routes and docs are built from, parsed once.

@@ -2,6 +2,7 @@
 import { Ajv2020, type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifySchema } from 'fastify';
+import { unescapePointer } from './operation-facts.ts';
 import { exactIntegerKeyword, exactNumberKeyword, withExactIntegers } from './integers.ts';
 
 function createAjv(options: Options): Ajv2020 {
@@ -54,11 +55,7 @@ const PATTERN_RULES: Record<string, string> = {
 
 // Ajv's instancePath is a JSON pointer ("/tags/0"); people read dotted paths ("tags.0").
 function fieldPath(instancePath: string): string {
-  return instancePath
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .join('.');
+  return instancePath.split('/').slice(1).map(unescapePointer).join('.');
 }
 
 const join = (path: string, name: string): string => (path === '' ? name : `${path}.${name}`);

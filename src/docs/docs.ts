@@ -1,13 +1,10 @@
 // The contract as written (YAML, byte for byte) and as JSON: each built once, plain and compressed, on first request.
 import { exactJson } from '../int64.ts';
 import { parseSpecification } from '../spec-path.ts';
-import type { OperationHandler } from '../contract/operations.ts';
+import type { ServiceHandlers } from '../contract/operations.ts';
 import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
 
-export function createDocsHandlers(readText: () => string): {
-  getOpenApiJson: OperationHandler<'getOpenApiJson'>;
-  getOpenApiYaml: OperationHandler<'getOpenApiYaml'>;
-} {
+export function createDocsHandlers(readText: () => string): Pick<ServiceHandlers, 'getOpenApiJson' | 'getOpenApiYaml'> {
   let json: Promise<StoredAnswer> | undefined;
   let yaml: Promise<StoredAnswer> | undefined;
   return {

@@ -1,18 +1,12 @@
 // The plant operations, one function per operationId, with their store passed in.
 import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
 import { HttpError } from '../contract/errors.ts';
-import type { OperationHandler } from '../contract/operations.ts';
+import type { ServiceHandlers } from '../contract/operations.ts';
 import { keysetPages } from '../contract/paging.ts';
 import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition } from '../store/types.ts';
 import { plantEtag } from './representation.ts';
 
-export interface PlantHandlers {
-  createPlant: OperationHandler<'createPlant'>;
-  listPlants: OperationHandler<'listPlants'>;
-  getPlant: OperationHandler<'getPlant'>;
-  replacePlant: OperationHandler<'replacePlant'>;
-  deletePlant: OperationHandler<'deletePlant'>;
-}
+export type PlantHandlers = Pick<ServiceHandlers, 'createPlant' | 'listPlants' | 'getPlant' | 'replacePlant' | 'deletePlant'>;
 
 /** `afterChange` is called after a write that added webhook deliveries, or may have: the store did not say it added none. */
 export function createPlantHandlers({ store, afterChange }: { store: PlantRepository; afterChange?: () => void }): PlantHandlers {

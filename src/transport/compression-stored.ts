@@ -17,7 +17,6 @@ interface Representation {
   etag: string;
 }
 
-/** One answer, as its Content-Type and its bytes plain and in each content coding. */
 export interface StoredAnswer {
   type: string;
   identity: Representation;

@@ -18,7 +18,6 @@ const ENCODINGS: Encoding[] = ['br', 'gzip'];
 export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
 export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
 
-/** What a compressed route does, as @fastify/compress's per-route `compress` option takes it. */
 const ROUTE_COMPRESSION = {
   encodings: [...ENCODINGS],
   threshold: 1024,
@@ -28,16 +27,12 @@ const ROUTE_COMPRESSION = {
   syncThreshold: STREAM_THRESHOLD_BYTES,
 } satisfies FastifyCompressOptions;
 
-/**
- * The content coding of an answer to this Accept-Encoding, read as @fastify/compress reads it (case folded, `*` and
- * x-gzip as gzip); undefined: plain, also when nothing is acceptable (even `identity;q=0`), rather than a 406.
- */
+/** Read as @fastify/compress reads it (`*` and x-gzip as gzip); undefined: plain, even for `identity;q=0`, not a 406. */
 export function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
   if (acceptEncoding === undefined) return undefined;
   return negotiate(acceptEncoding.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), ENCODINGS) ?? undefined;
 }
 
-/** An operation's `compress` route option. */
 export function compressionOf({ compressed }: OperationFacts): typeof ROUTE_COMPRESSION | false {
   return compressed ? ROUTE_COMPRESSION : false;
 }

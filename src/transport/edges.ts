@@ -1,9 +1,12 @@
 // Answers decided below routing, where Node would answer for us or not at all: each an Error body, none overtaking a pipelined one.
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { clientErrorRefusal, HttpError, rawErrorAnswer, refuse } from '../contract/errors.ts';
+import { HttpError, refuse } from '../contract/errors.ts';
+
+const CLOSE = { connection: 'close' };
 
 /** Fastify's server options that hand these cases to us (spread into `http`). */
 export const TRANSPORT_SERVER_OPTIONS = {
@@ -31,8 +34,8 @@ export function answerTransportEdges(app: FastifyInstance): void {
 
 /** The refusal owed to a request before anything reads it, or null. */
 function edgeFailure(request: IncomingMessage): HttpError | null {
-  if (lacksRequiredHost(request)) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', { connection: 'close' });
-  if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', { connection: 'close' });
+  if (lacksRequiredHost(request)) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
+  if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', CLOSE);
   const expect = request.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return new HttpError(417, 'The Expect header can only be 100-continue; this service meets no other expectation.');
@@ -54,12 +57,11 @@ function lacksRequiredHost(request: IncomingMessage): boolean {
 
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
 function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
-  closeWith(socket, rawErrorAnswer(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' }));
+  closeWith(socket, rawErrorAnswer(new HttpError(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' })));
 }
 
-/** Writes a last answer and closes the connection. */
+// Ended, then destroyed once written: the server allows half-open sockets, so end() alone could linger.
 function closeWith(socket: Duplex, answer: string): void {
-  // Ended, then destroyed once written: the server allows half-open sockets, so end() alone could linger.
   socket.end(answer, () => socket.destroy());
 }
 
@@ -93,9 +95,9 @@ function forgetAnswer(this: ServerResponse): void {
 /** Fastify's `clientErrorHandler`: a request parsing refused, or too slow to arrive, is answered after those before it. */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || failed.has(socket)) return;
-  const refusal = clientErrorRefusal(error);
+  const refusal = CLIENT_ERRORS[error.code ?? ''] ?? NOT_HTTP;
   failed.set(socket, refusal);
-  const answer = rawErrorAnswer(refusal.statusCode, refusal.message);
+  const answer = rawErrorAnswer(refusal);
   const before = answerBefore(socket);
   if (before === undefined || before.writableFinished) {
     if (socket.writable) closeWith(socket, answer);
@@ -123,4 +125,26 @@ function answerBefore(socket: Socket): ServerResponse | undefined {
   const seen = begun.get(socket);
   if (seen?.last === undefined) return undefined;
   return seen.last.req.complete || seen.last.writableEnded ? seen.last : seen.previous;
+}
+
+// Not node:http's STATUS_CODES: importing node:http as an ES module loads Node's bundled fetch client at start.
+const REASON_PHRASES: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+// The refusal of a request whose parsing failed, or that took too long to arrive: the connection closes after it.
+const CLIENT_ERRORS: Record<string, HttpError> = {
+  ERR_HTTP_REQUEST_TIMEOUT: new HttpError(408, 'The request took too long to arrive.', CLOSE),
+  HPE_HEADER_OVERFLOW: new HttpError(431, 'The request headers are too large.', CLOSE),
+};
+const NOT_HTTP = new HttpError(400, 'The request is not valid HTTP.', CLOSE);
+
+/** A whole HTTP answer for a socket Fastify never sees; no request named itself, so it gets a new X-Request-Id. */
+function rawErrorAnswer({ statusCode, headers, body }: HttpError): string {
+  const fields = {
+    'content-type': 'application/json; charset=utf-8',
+    ...headers,
+    'x-request-id': randomUUID(),
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  };
+  const head = Object.entries(fields).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${statusCode} ${REASON_PHRASES[statusCode]}\r\n${head}\r\n${body}`;
 }

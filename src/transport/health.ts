@@ -1,11 +1,10 @@
 // /healthz answers while the process runs; /readyz while the store answers and the instance is not draining (SIGTERM).
-import type { OperationHandler } from '../contract/operations.ts';
+import type { ServiceHandlers } from '../contract/operations.ts';
 import { HttpError } from '../contract/errors.ts';
 
-export function createHealthHandlers(deps: { ping: () => Promise<void>; stopping: () => boolean }): {
-  getHealth: OperationHandler<'getHealth'>;
-  getReadiness: OperationHandler<'getReadiness'>;
-} {
+type Deps = { ping: () => Promise<void>; stopping: () => boolean };
+
+export function createHealthHandlers(deps: Deps): Pick<ServiceHandlers, 'getHealth' | 'getReadiness'> {
   return {
     async getHealth() {
       return { status: 'ok' };

@@ -1,7 +1,7 @@
-// How the service stops without losing a request: drain() fails readiness while serving goes on; stopAccepting()
-// closes the listener (a refused connection is retried elsewhere, even a POST); then app.close() answers the rest
-// with Connection: close, so balancers drop each connection rather than reuse one about to close.
+// Stopping without losing a request: readiness fails first, then the listener closes (a refused connection is
+// retried elsewhere, even a POST), then answers say Connection: close so balancers drop rather than reuse them.
 import { Server as NetServer } from 'node:net';
+import { setImmediate as nextCheckPhase, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 
 /** How long a keep-alive connection idle when closing starts may still bring a request (docs/operations.md, "Stopping"). */
@@ -12,54 +12,51 @@ export interface Lifecycle {
   readonly draining: boolean;
   drain: () => void;
   /** Closes the listener at a quiet moment (quietMoment), keeping open connections; call it before app.close(). */
-  stopAccepting: () => Promise<void>;
+  stopAccepting: () => Promise<unknown>;
   /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
   onClosing: (stop: () => Promise<void>) => void;
 }
 
 export function installLifecycle(app: FastifyInstance): Lifecycle {
-  const state = { draining: false, closing: false, graceOver: false };
+  let closing = false;
+  let graceOver = false;
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<unknown> = Promise.resolve();
   let listenerClosed: Promise<{ drained: Promise<void> }> | undefined;
-  const stopAccepting = () => (listenerClosed ??= app.server.listening ? stopListening(app.server) : Promise.resolve({ drained: Promise.resolve() }));
+  const lifecycle = {
+    draining: false,
+    drain: () => {
+      lifecycle.draining = true;
+    },
+    stopAccepting: () => (listenerClosed ??= app.server.listening ? stopListening(app.server) : Promise.resolve({ drained: Promise.resolve() })),
+    onClosing: (stop: () => Promise<void>) => {
+      stops.push(stop);
+    },
+  };
   app.addHook('preClose', async () => {
-    state.draining = true;
+    lifecycle.draining = true;
     stopping = Promise.all(stops.map((stop) => stop()));
     stopping.catch(() => undefined); // awaited (and so reported) in onClose; not an unhandled rejection meanwhile
-    const { drained } = await stopAccepting();
-    state.closing = true;
+    const { drained } = await lifecycle.stopAccepting();
+    closing = true;
     // Idle connections are not closed at once, as Node's close() would: a balancer may have just written a request on one.
     await drainedOrGraceOver(drained, IDLE_GRACE_MS);
-    state.graceOver = true;
+    graceOver = true;
   });
   app.addHook('onClose', async () => {
     await stopping;
   });
   // Callback-style hooks: they are on every request's path, and an async hook costs a promise each time.
   app.addHook('onSend', (_request, reply, _payload, done) => {
-    if (state.closing) reply.header('connection', 'close');
+    if (closing) reply.header('connection', 'close');
     done();
   });
   // An answer that said keep-alive just before closing began: past the grace only KEEP_ALIVE_TIMEOUT would close it.
   app.addHook('onResponse', (_request, reply, done) => {
-    if (state.graceOver && reply.getHeader('connection') !== 'close') app.server.closeIdleConnections();
+    if (graceOver && reply.getHeader('connection') !== 'close') app.server.closeIdleConnections();
     done();
   });
-  return {
-    get draining() {
-      return state.draining;
-    },
-    drain: () => {
-      state.draining = true;
-    },
-    stopAccepting: async () => {
-      await stopAccepting();
-    },
-    onClosing: (stop) => {
-      stops.push(stop);
-    },
-  };
+  return lifecycle;
 }
 
 /** A moment with no new connection for this long is a quiet one: a balancer with a warm pool is not opening any. */
@@ -74,14 +71,11 @@ async function stopListening(server: NetServer): Promise<{ drained: Promise<void
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
 }
 
-/** Settles once every connection is closed or after `graceMs`, whichever comes first. */
 async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-  await Promise.race([drained, graceOver]);
-  clearTimeout(timer);
+  // Unreferenced: once drained, the grace timer must not hold the process open.
+  await Promise.race([drained, sleep(graceMs, undefined, { ref: false })]);
   // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
-  await new Promise((resolve) => setImmediate(resolve));
+  await nextCheckPhase();
 }
 
 // Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and

@@ -13,47 +13,39 @@ const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
 
+type Take = <T>(work: () => Promise<T>) => Promise<T | undefined>;
+
 /** Page reads in order, at most `atOnce` at a time and one started per event-loop turn, so other sockets are read between two. */
-export class Turns {
-  readonly #atOnce: number;
-  readonly #queueLimit: number;
-  readonly #waiting: (() => void)[] = [];
-  #running = 0;
-  #startScheduled = false;
-
-  constructor(atOnce: number, queueLimit: number) {
-    this.#atOnce = atOnce;
-    this.#queueLimit = queueLimit;
-  }
-
-  /** The work's result, or undefined without running it when the queue is full. */
-  async take<T>(work: () => Promise<T>): Promise<T | undefined> {
-    if (this.#waiting.length >= this.#queueLimit) return undefined;
-    const turn = new Promise<void>((resolve) => this.#waiting.push(resolve));
-    this.#scheduleStart();
+function turns(atOnce: number, queueLimit: number): Take {
+  const waiting: (() => void)[] = [];
+  let running = 0;
+  let startScheduled = false;
+  const scheduleStart = (): void => {
+    if (startScheduled || waiting.length === 0 || running >= atOnce) return;
+    startScheduled = true;
+    setImmediate(startNext);
+  };
+  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
+  const startNext = (): void => {
+    startScheduled = false;
+    const next = running < atOnce ? waiting.shift() : undefined;
+    if (next === undefined) return;
+    running++;
+    next();
+    scheduleStart();
+  };
+  // The work's result, or undefined without running it when the queue is full.
+  return async (work) => {
+    if (waiting.length >= queueLimit) return undefined;
+    const turn = new Promise<void>((resolve) => waiting.push(resolve));
+    scheduleStart();
     await turn;
     try {
       return await work();
     } finally {
-      this.#running--;
-      this.#scheduleStart();
+      running--;
+      scheduleStart();
     }
-  }
-
-  #scheduleStart(): void {
-    if (this.#startScheduled || this.#waiting.length === 0 || this.#running >= this.#atOnce) return;
-    this.#startScheduled = true;
-    setImmediate(this.#startNext);
-  }
-
-  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
-  readonly #startNext = (): void => {
-    this.#startScheduled = false;
-    const next = this.#running < this.#atOnce ? this.#waiting.shift() : undefined;
-    if (next === undefined) return;
-    this.#running++;
-    next();
-    this.#scheduleStart();
   };
 }
 
@@ -65,20 +57,18 @@ export interface ShedRouteOptions {
 
 /** What shedding adds to an operation's route: its turn when it reads pages, its exemption when answered under pressure. */
 export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
-  const turns = limits.PAGE_READS_AT_ONCE > 0 ? new Turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
+  const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
   return ({ pageRead, answeredUnderPressure }, handler) => {
     const inTurn: RouteOptions['handler'] =
-      turns === undefined || !pageRead
+      take === undefined || !pageRead
         ? handler
-        : async (request, reply) => (await turns.take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
+        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
     return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
   };
 }
 
 // under-pressure's documented per-route handler: one that sends nothing lets the request through.
-function admit(): undefined {
-  return undefined;
-}
+const admit = (): undefined => undefined;
 
 /** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
 const BOOT_SAMPLES_MS = 2000;

@@ -1,7 +1,6 @@
 // Vary is shared (CORS puts Origin in it, compression Accept-Encoding): setting it would drop the other's field.
 import type { FastifyReply } from 'fastify';
 
-/** Adds `field` to the answer's Vary header, keeping the fields already in it. */
 export function addVary(reply: FastifyReply, field: string): void {
   const current = reply.getHeader('vary');
   const fields = current === undefined ? [] : String(current).split(',').map((name) => name.trim()).filter(Boolean);
