@@ -19,13 +19,15 @@ function exactIntegers(this: unknown, key: string, value: unknown, context?: { s
   return value;
 }
 
-const IGNORE_KEYS = { protoAction: 'ignore', constructorAction: 'ignore' } as const;
+// In safe mode a forbidden key makes the answer null, which otherwise only the text `null` itself is.
+const SAFE = { safe: true } as const;
+const NULL_TEXT = /^\uFEFF?\s*null\s*$/;
 
 /** JSON text as a value, integers as BigInt; throws a RefusedJsonError, a SyntaxError (not JSON) or a RangeError (nested too deeply). */
 export function parseJson(text: string): unknown {
-  // secure-json-parse ignores a leading BOM, as RFC 8259 allows; its scan in safe mode answers null for a forbidden key.
-  const value: unknown = secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, IGNORE_KEYS);
-  if (typeof value === 'object' && value !== null && secureJson.scan(value, { safe: true }) === null) {
+  // secure-json-parse ignores a leading BOM, as RFC 8259 allows, and walks the value only when the text names a suspect key.
+  const value: unknown = secureJson.parse(text, exactIntegers as (key: string, value: unknown) => unknown, SAFE);
+  if (value === null && !NULL_TEXT.test(text)) {
     throw new RefusedJsonError('The request body is not valid JSON: it contains a forbidden "__proto__" or "constructor.prototype" key.');
   }
   refuseDuplicateKeys(text);
