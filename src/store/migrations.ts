@@ -5,12 +5,6 @@ import type { EveryPlantField } from './types.ts';
 /** The migration that gives each field of a plant its column: a field added to the spec fails here until one does. */
 export const PLANT_FIELD_MIGRATIONS: EveryPlantField<number> = { name: 1, tag: 1 };
 
-/** The table of applied versions, as every release since the first has made it. */
-export const MIGRATION_TABLE: Record<Dialect, string> = {
-  sqlite: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT',
-  postgres: 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())',
-};
-
 // An id the database numbers, a 64-bit integer, a double, a point in time, and how a table ends (SQLite: typed strictly).
 type Spelled = Record<'serial' | 'int8' | 'float8' | 'time' | 'table', string>;
 const SPELLED: Record<Dialect, Spelled> = {
@@ -27,13 +21,16 @@ export interface Migration {
 
 /** Applies pending migrations; the driver runs it in one transaction that instances starting together take in turns. */
 export function* migrate(dialect: Dialect): Steps<void> {
-  yield { kind: 'exec', script: MIGRATION_TABLE[dialect] };
+  const spelled = SPELLED[dialect];
+  // The table of applied versions; every insert below sets applied_at.
+  const versions = 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at';
+  yield { kind: 'exec', script: `${versions} ${spelled.time} NOT NULL${spelled.table}` };
   const [row] = (yield all(sql`SELECT max(version) AS version FROM schema_migrations`)) as { version: number | bigint | null }[];
   const current = Number(row?.version ?? 0);
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) throw new Error(`The database is at schema version ${current}, newer than this release knows (${latest}).`);
   for (const { version, name, sql: ddl } of migrations.filter((m) => m.version > current)) {
-    yield { kind: 'exec', script: ddl(SPELLED[dialect]) };
+    yield { kind: 'exec', script: ddl(spelled) };
     yield run(sql`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${version}, ${name}, ${new Date().toISOString()})`);
   }
 }
@@ -57,11 +54,7 @@ export const migrations: readonly Migration[] = [
       ${table};
     `,
   },
-  {
-    version: 2,
-    name: 'index plants by tag for filtered pages',
-    sql: () => 'CREATE INDEX plants_by_tag ON plants (tag, id);',
-  },
+  { version: 2, name: 'index plants by tag for filtered pages', sql: () => 'CREATE INDEX plants_by_tag ON plants (tag, id);' },
   {
     version: 3,
     name: 'token scopes, expiry, revocation and last use',
@@ -104,11 +97,8 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_by_subscription ON webhook_deliveries (subscription_id, id);
     `,
   },
-  {
-    version: 5,
-    name: 'the traceparent of the change behind each webhook delivery',
-    sql: () => 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;',
-  },
+  { version: 5, name: 'the traceparent of the change behind each webhook delivery',
+    sql: () => 'ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;' },
   {
     version: 6,
     name: 'the previous webhook secret, signing alongside the new one until the overlap ends',

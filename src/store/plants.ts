@@ -1,6 +1,6 @@
 // The plants repository: create outcomes and conditional writes, each plant change writing its event's outbox rows in the same unit of work.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { outboxTrace } from './outbox-trace.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
 import { joined, raw, Repository, run, sql, type EventOrigin, type Sql, type Statement, type Steps } from './sql.ts';
 import { pageStart, plantWith, samePlant, unstorableText, type ConditionalWrite, type CreateResult, type PageQuery, type PlantContent, type PlantRecord,
@@ -34,11 +34,6 @@ export function toPlants(rows: unknown): PlantRecord[] {
   return (rows as PlantRow[]).map(toPlant);
 }
 
-function firstPlant(rows: unknown): PlantRecord | undefined {
-  const row = (rows as PlantRow[])[0];
-  return row && toPlant(row);
-}
-
 /** The outcome of a create that found `stored` at its id. */
 export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
   return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
@@ -56,8 +51,15 @@ function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult
   }
 }
 
+// The traceparent a plant change hands on to its webhook deliveries, set by tracing around the store call.
+const outboxTrace = new AsyncLocalStorage<string>();
+
+export function withOutboxTrace<T>(traceparent: string, call: () => T): T {
+  return outboxTrace.run(traceparent, call);
+}
+
 function newOrigin(): EventOrigin {
-  return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace() };
+  return { key: randomUUID().replaceAll('-', ''), traceparent: outboxTrace.getStore() ?? null };
 }
 
 export class SqlPlants extends Repository {
@@ -83,7 +85,7 @@ export class SqlPlants extends Repository {
   }
 
   getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.query(plantsWhere(sql`id = ${id}`), firstPlant);
+    return this.query(plantsWhere(sql`id = ${id}`), (rows) => toPlants(rows)[0]);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {

@@ -1,6 +1,7 @@
 // The PostgreSQL driver (pg) for instances sharing one database: plain queries and transaction-scoped locks, so a transaction-mode pooler fits.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import type { storeOptions } from '../config.ts';
 import { migrate } from './migrations.ts';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
 import { judged, plantsWhere, toPlants } from './plants.ts';
@@ -9,17 +10,13 @@ import { SqlStore } from './store.ts';
 import { eventPayload, StoreUnavailableError, type CreateResult, type PlantRecord } from './types.ts';
 import { outboxInsert } from './webhooks.ts';
 
-export interface PostgresOptions {
-  poolSize: number;
+/** The configuration's store options (pool size, DATABASE_STARTUP_TIMEOUT, DATABASE_QUERY_TIMEOUT), and who hears of connection errors. */
+export type PostgresOptions = ReturnType<typeof storeOptions> & {
   /** Told about each lost or refused connection; at startup, also how long until the next try. */
   onConnectionError?: (error: Error, retryInMs?: number) => void;
   /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s); default: no limit but time. */
   startupAttempts?: number;
-  /** How long a start keeps retrying an unreachable server (DATABASE_STARTUP_TIMEOUT). */
-  startupTimeoutMs: number;
-  /** The longest any one wait for the server lasts: a pool connection, a statement's answer (DATABASE_QUERY_TIMEOUT). */
-  queryTimeoutMs: number;
-}
+};
 
 /** The longest /readyz waits for the database (less when DATABASE_QUERY_TIMEOUT is less): a probe's own timeout is short. */
 const PING_TIMEOUT_MS = 2_000;
@@ -199,7 +196,7 @@ class PostgresDriver implements Driver {
       const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
-      throw unavailableOr(error);
+      return rethrown(error);
     }
   }
 
@@ -278,11 +275,7 @@ export function isConnectionError(error: unknown): boolean {
   return error instanceof Error && !(error instanceof TypeError);
 }
 
+/** A failure of pg, thrown as StoreUnavailableError when no answer came. */
 function rethrown(error: unknown): never {
-  throw unavailableOr(error);
-}
-
-/** A failure of pg, as StoreUnavailableError when no answer came. */
-function unavailableOr(error: unknown): unknown {
-  return isConnectionError(error) ? new StoreUnavailableError(error) : error;
+  throw isConnectionError(error) ? new StoreUnavailableError(error) : error;
 }

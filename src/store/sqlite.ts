@@ -34,9 +34,6 @@ interface PendingWrite {
   reject: (error: unknown) => void;
   /** performance.now() after which waiting for another process's lock gives up. */
   deadline: number;
-  /** Set by the commit: what the work returned, or the error it threw (its own failure; the batch's other writes stand). */
-  value: unknown;
-  failed: boolean;
 }
 
 export class SqliteStore extends SqlStore {
@@ -128,7 +125,7 @@ class SqliteDriver implements Driver {
   write<T>(work: () => Steps<T>, scope: WriteScope): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('The store is closed.'));
     return new Promise((resolve, reject) => {
-      this.#pending.push({ work, scope, resolve: resolve as (result: unknown) => void, reject, deadline: performance.now() + LOCK_WAIT_MS, value: undefined, failed: false });
+      this.#pending.push({ work, scope, resolve: resolve as (result: unknown) => void, reject, deadline: performance.now() + LOCK_WAIT_MS });
       this.#writer ??= this.#writeLoop();
     });
   }
@@ -223,8 +220,10 @@ class SqliteDriver implements Driver {
       this.#db.exec('BEGIN IMMEDIATE');
       // Other processes may have changed the subscriptions since the last batch.
       this.#subscribed.clear();
-      for (const write of batch) this.#settle(write);
+      const outcomes = batch.map((write) => this.#settle(write));
       this.#db.exec('COMMIT');
+      this.#writeFault = undefined;
+      for (const tell of outcomes) tell();
     } catch (error) {
       this.#rollBack();
       if (isBusy(error)) return error;
@@ -232,12 +231,6 @@ class SqliteDriver implements Driver {
       if (isStorageFault(error)) this.#writeFault = error;
       const failure = isStorageFault(error) ? new StoreUnavailableError(error) : error;
       for (const { reject } of batch) reject(failure);
-      return undefined;
-    }
-    this.#writeFault = undefined;
-    for (const { failed, value, resolve, reject } of batch) {
-      if (failed) reject(value);
-      else resolve(value);
     }
     return undefined;
   }
@@ -250,21 +243,20 @@ class SqliteDriver implements Driver {
     }
   }
 
-  /** Runs one write of the batch: its own failure is its outcome, the storage's fails the whole batch. */
-  #settle(write: PendingWrite): void {
-    const { scope } = write;
+  /** Runs one write of the batch; answers how to tell its caller after the commit. Its own failure is its outcome, the storage's fails the batch. */
+  #settle({ work, scope, resolve, reject }: PendingWrite): () => void {
     try {
       const isolated = scope === 'transaction' || (scope !== 'statement' && this.#wanted(scope));
-      write.value = isolated ? this.#inSavepoint(write.work) : this.#steps(write.work());
-      write.failed = false;
+      const value = isolated ? this.#inSavepoint(work) : this.#steps(work());
+      return () => resolve(value);
     } catch (error) {
       // The storage's failure, or a transaction SQLite rolled back, fails the whole batch.
       if (isBusy(error) || isStorageFault(error) || !this.#db.isTransaction) throw error;
-      write.value = error;
-      write.failed = true;
+      return () => reject(error);
+    } finally {
+      // Any write but a plant's may have changed the subscriptions.
+      if (scope === 'statement' || scope === 'transaction') this.#subscribed.clear();
     }
-    // Any write but a plant's may have changed the subscriptions.
-    if (scope === 'statement' || scope === 'transaction') this.#subscribed.clear();
   }
 
   /** Runs the work in a savepoint: if it throws, its changes are undone and the error passed on. */

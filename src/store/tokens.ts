@@ -10,11 +10,6 @@ function toToken(row: Row): TokenRecord {
   return { ...token, id: Number(token.id), scopes: token.scopes.split(' ') };
 }
 
-function firstToken(rows: unknown): TokenRecord | undefined {
-  const row = (rows as Row[])[0];
-  return row && toToken(row);
-}
-
 /** The refusal for a token whose text holds U+0000 (the scopes as the one text they are stored as). */
 function unstorableToken({ name, hash, hint, scopes, expiresAt }: NewTokenRecord): Error | undefined {
   return unstorableText({ name, hash, hint, scopes: scopes?.join(' '), expiresAt });
@@ -30,7 +25,7 @@ function* insertToken({ name, hash, hint, scopes = ['*'], expiresAt }: NewTokenR
 
 export class SqlTokens extends Repository {
   findTokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    return this.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, firstToken);
+    return this.query(sql`SELECT ${TOKEN} FROM api_tokens WHERE token_hash = ${hash}`, (rows) => (rows as Row[]).map(toToken)[0]);
   }
 
   /** Stores the token only when the store holds no token at all; answers whether it did. */

@@ -25,13 +25,10 @@ export type PlantContent = Omit<PlantRecord, 'id'>;
 /** A list of every plant field (plant-fields.ts, migrations): a field added to openapi.yaml fails the type check there, named. */
 export type EveryPlantField<Value = true> = Record<keyof PlantContent, Value>;
 
-export interface KeysetQuery {
+export interface PageQuery {
   /** Only rows whose id is greater (keyset pagination: the page's cost does not grow with depth). */
   after?: bigint;
   limit: number;
-}
-
-export interface PageQuery extends KeysetQuery {
   tag?: string;
 }
 
@@ -141,11 +138,8 @@ export class TokenNameTakenError extends Error {
 }
 
 export class SubscriptionLimitError extends Error {
-  readonly max: number;
-
   constructor(max: number) {
     super(`The store already holds ${max} subscriptions, its limit.`);
-    this.max = max;
   }
 }
 

@@ -1,6 +1,6 @@
 // The webhooks repository: subscriptions, and the outbox of deliveries that plant changes write and dispatchers lease.
 import { all, only, raw, record, Repository, run, sql, type EventOrigin, type Row, type Spelling, type Sql, type Steps } from './sql.ts';
-import { eventPayload, pageStart, SubscriptionLimitError, unstorableText, type AttemptOutcome, type ClaimedDelivery, type Delivery, type KeysetQuery,
+import { eventPayload, pageStart, SubscriptionLimitError, unstorableText, type AttemptOutcome, type ClaimedDelivery, type Delivery, type PageQuery,
   type NewSubscription, type PlantRecord, type Subscription, type WebhookEvent } from './types.ts';
 
 /** The subscriptions (`s`) that want the event. Its name is written into the SQL: SQLite re-prepares a statement whose LIKE pattern is bound. */
@@ -79,7 +79,7 @@ export class SqlWebhooks extends Repository {
     return toSubscription(row);
   }
 
-  async listSubscriptions({ after, limit }: KeysetQuery): Promise<Subscription[]> {
+  async listSubscriptions({ after, limit }: Omit<PageQuery, 'tag'>): Promise<Subscription[]> {
     const from = pageStart(after);
     if (from === undefined) return [];
     const page = sql`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE id >= ${from} ORDER BY id LIMIT CAST(${limit} AS INTEGER)`;
