@@ -14,7 +14,7 @@ import { outboxInsert } from './webhooks.ts';
 export type PostgresOptions = ReturnType<typeof storeOptions> & {
   /** Told about each lost or refused connection; at startup, also how long until the next try. */
   onConnectionError?: (error: Error, retryInMs?: number) => void;
-  /** Connection attempts at startup before giving up (with backoff from 250 ms to 5 s); default: no limit but time. */
+  /** Connection attempts at startup before giving up; default: no limit but time. */
   startupAttempts?: number;
 };
 
@@ -54,8 +54,36 @@ interface PendingCreate {
 }
 
 export class PostgresStore extends SqlStore {
+  /** Migrates, retrying an unreachable server (backoff 250 ms to 5 s) until startup time or attempts run out; then opens the pool. */
   static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresStore> {
-    return new PostgresStore(await PostgresDriver.open(databaseUrl, options));
+    const { queryTimeoutMs, startupTimeoutMs, startupAttempts = Infinity } = options;
+    // The migration may rightly take long (DDL, another instance's turn): its statements have DATABASE_STARTUP_TIMEOUT.
+    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, startupTimeoutMs), queryTimeoutMs);
+    // Under a lock held until commit, so that instances starting together migrate in turns.
+    const migration = function* () {
+      yield all(raw(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
+      yield* migrate('postgres');
+    };
+    const giveUpAt = performance.now() + startupTimeoutMs;
+    try {
+      for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(delay * 2, 5_000)) {
+        try {
+          await migrator.write(migration, 'transaction');
+          break;
+        } catch (failure) {
+          const left = giveUpAt - performance.now();
+          if (!(failure instanceof StoreUnavailableError) || attempt >= startupAttempts || left <= 0) throw failure;
+          // The last wait is cut short so that the last try falls on the deadline.
+          const wait = Math.min(delay, left);
+          options.onConnectionError?.(failure.cause as Error, Math.round(wait));
+          await sleep(wait);
+        }
+      }
+    } finally {
+      await migrator.close();
+    }
+    const pool = newPool(databaseUrl, options, options.poolSize, queryTimeoutMs);
+    return new PostgresStore(new PostgresDriver(pool, Math.min(PING_TIMEOUT_MS, queryTimeoutMs)));
   }
 }
 
@@ -79,26 +107,9 @@ class PostgresDriver implements Driver {
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
 
-  private constructor(pool: pg.Pool, pingTimeoutMs: number) {
+  constructor(pool: pg.Pool, pingTimeoutMs: number) {
     this.#pool = pool;
     this.#pingTimeoutMs = pingTimeoutMs;
-  }
-
-  static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresDriver> {
-    const { queryTimeoutMs } = options;
-    // The migration may rightly take long (DDL, another instance's turn): its statements have DATABASE_STARTUP_TIMEOUT.
-    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, options.startupTimeoutMs), queryTimeoutMs);
-    try {
-      // Under a lock held until commit, so that instances starting together migrate in turns.
-      const migration = function* () {
-        yield all(raw(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
-        yield* migrate('postgres');
-      };
-      await withStartupRetry(() => migrator.write(migration, 'transaction'), options);
-    } finally {
-      await migrator.close();
-    }
-    return new PostgresDriver(newPool(databaseUrl, options, options.poolSize, queryTimeoutMs), Math.min(PING_TIMEOUT_MS, queryTimeoutMs));
   }
 
   read<T>(work: () => Steps<T>): Promise<T> {
@@ -246,27 +257,6 @@ function newPool(databaseUrl: string, options: PostgresOptions, max: number, que
   // pg-pool listens on idle clients only: one dying while checked out would end the process. The query it breaks fails instead.
   pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
-}
-
-async function withStartupRetry<T>(work: () => Promise<T>, options: PostgresOptions): Promise<T> {
-  const attempts = options.startupAttempts ?? Infinity;
-  const giveUpAt = performance.now() + options.startupTimeoutMs;
-  let delay = 250;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (failure) {
-      if (!(failure instanceof StoreUnavailableError)) throw failure;
-      const error = failure.cause;
-      const left = giveUpAt - performance.now();
-      if (attempt >= attempts || left <= 0) throw failure;
-      // The last wait is cut short so that the last try falls on the deadline.
-      const wait = Math.min(delay, left);
-      options.onConnectionError?.(error as Error, Math.round(wait));
-      await sleep(wait);
-      delay = Math.min(delay * 2, 5_000);
-    }
-  }
 }
 
 /** The server's errors by SQLSTATE (08: connection, 57P0x: shutting down, 53300: too many connections); any other failure of pg means no answer came. */

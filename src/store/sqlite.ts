@@ -17,8 +17,6 @@ const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 50;
 /** Free space on the database's filesystem that lets a storage fault's ping answer ready again: a batch's WAL frames fit. */
 const ROOM_TO_WRITE = 1024 * 1024;
-/** At boot, before the service listens, blocking on a lock freezes nothing: migrations may wait this long. */
-const BOOT_BUSY_TIMEOUT_MS = 5_000;
 
 const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, sql`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`.text('sqlite')]));
 
@@ -71,8 +69,8 @@ class SqliteDriver implements Driver {
     this.#path = path;
     if (path !== ':memory:') for (const line of preparePrivateFiles(path)) process.emitWarning(line);
     this.#db = new DatabaseSync(path);
-    // busy_timeout first: switching a new file to WAL takes a lock that another process may hold.
-    this.#db.exec(`PRAGMA busy_timeout = ${BOOT_BUSY_TIMEOUT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
+    // Before listening, blocking on a lock freezes nothing; busy_timeout first, as switching a new file to WAL takes a lock.
+    this.#db.exec(`PRAGMA busy_timeout = ${LOCK_WAIT_MS}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
     try {
       // One immediate transaction, so that two processes starting together take turns.
       this.#db.exec('BEGIN IMMEDIATE');
@@ -243,7 +241,7 @@ class SqliteDriver implements Driver {
     }
   }
 
-  /** Runs one write of the batch; answers how to tell its caller after the commit. Its own failure is its outcome, the storage's fails the batch. */
+  /** Runs one write of the batch; answers how its caller is told after the commit. Its own failure is its outcome. */
   #settle({ work, scope, resolve, reject }: PendingWrite): () => void {
     try {
       const isolated = scope === 'transaction' || (scope !== 'statement' && this.#wanted(scope));
