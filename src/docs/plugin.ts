@@ -4,6 +4,7 @@ import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { exactJson } from '../int64.ts';
 import { documentForUi } from './docs-ui-spec.ts';
 
 const DOCS_PREFIX = '/docs';
@@ -29,14 +30,13 @@ export interface DocsOptions {
 }
 
 async function docs(app: FastifyInstance, { specification, persistAuthorization }: DocsOptions): Promise<void> {
-  const document = structuredClone(specification) as StaticDocumentSpec['document'];
+  const document = documentForUi(specification) as StaticDocumentSpec['document'];
   await app.register(fastifySwagger, { mode: 'static', specification: { document } });
-  // The UI's copy keeps every digit twice: bigints for /docs/yaml (the yaml package writes them), raw JSON for /docs/json.
-  const forUi = documentForUi(document);
-  const forUiJson = rawIntegers(forUi) as Record<string, unknown>;
-  // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
   await app.register(async (ui) => {
+    // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
     ui.setErrorHandler((error: FastifyError, _request, reply) => (error.statusCode === 403 ? reply.callNotFound() : reply.send(error)));
+    // /docs/json writes each bigint (an int64 example) digit for digit; /docs/yaml is text the yaml package wrote.
+    ui.setReplySerializer((payload) => exactJson(payload));
     await ui.register(fastifySwaggerUi, {
       routePrefix: DOCS_PREFIX,
       uiConfig: { persistAuthorization },
@@ -48,8 +48,6 @@ async function docs(app: FastifyInstance, { specification, persistAuthorization 
           done();
         },
       },
-      transformSpecificationClone: false,
-      transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
       logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
       theme: {
         title: document.info?.title ?? 'API',
@@ -59,14 +57,6 @@ async function docs(app: FastifyInstance, { specification, persistAuthorization 
       },
     });
   });
-}
-
-/** A copy of `value` in which each bigint is a JSON.rawJSON of its digits (JSON.stringify throws on a bigint). */
-function rawIntegers(value: unknown): unknown {
-  if (typeof value === 'bigint') return JSON.rawJSON(String(value));
-  if (Array.isArray(value)) return value.map(rawIntegers);
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, rawIntegers(item)]));
 }
 
 /** The browser side of the docs page (top bar, exact big integers), served by the service itself. */
