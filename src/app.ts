@@ -17,7 +17,7 @@ import { createRedaction, type Redact } from './observability/redaction.ts';
 import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
-import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
+import { readSpecification } from './spec-path.ts';
 import { withOutboxTrace } from './store/outbox-trace.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
@@ -26,8 +26,6 @@ import transport from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
-export { SPEC_PATH };
-export { handlerFor } from './contract/routes.ts';
 /** Documented in openapi.yaml as the 413 limit. */
 export const BODY_LIMIT = 64 * 1024;
 
@@ -84,7 +82,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createPlantHandlers({ store: plants, afterChange: () => dispatcher.wake() }),
     ...createWebhookHandlers({ store: webhooks, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, subscriptionsMax: config.WEBHOOK_SUBSCRIPTIONS_MAX }),
     ...createHealthHandlers({ ping: instrument({ ping: () => plainStore.ping() }).ping, stopping: () => app.lifecycle.draining }),
-    ...createDocsHandlers(readSpecificationText),
+    ...createDocsHandlers(),
     getMetrics: createMetricsHandler(app.observability.metrics),
   };
   await app.register(routes, {

@@ -8,7 +8,7 @@ import { parseSpecification, SpecificationError } from '../../src/spec-path.ts';
 import contract from '../../src/contract/plugin.ts';
 import routes from '../../src/contract/routes.ts';
 import { deriveOperationFacts } from '../../src/contract/operation-facts.ts';
-import { handlerFor } from '../../src/app.ts';
+import { handlerFor } from '../../src/contract/routes.ts';
 import openapiGlue from 'fastify-openapi-glue';
 import { spec } from '../harness/contract.ts';
 import { build } from '../harness/helper.ts';

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { build } from '../harness/helper.ts';
 
 type Examples = Map<string, unknown>;
