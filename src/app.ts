@@ -6,7 +6,6 @@ import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
 import type { ServiceHandlers } from './contract/operations.ts';
 import routes, { securityHooks } from './contract/routes.ts';
-import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
 import docs from './docs/plugin.ts';
@@ -106,7 +105,6 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
-    routerOptions: { querystringParser: parseQueryString },
     // Answered before any onRequest hook, so the request id is put on here.
     frameworkErrors: (error, request, reply) => {
       returnRequestId(request, reply);
