@@ -37,31 +37,24 @@ async function main(): Promise<void> {
     });
   }
 
-  // The listener closes first, then the app drains (lifecycle.ts), then the store: closing the app still writes.
-  function stop(signal: NodeJS.Signals): void {
+  // Closing the app stops accepting and drains (lifecycle.ts); the store closes after it, as closing the app still writes.
+  async function stop(signal: NodeJS.Signals): Promise<void> {
     stopping = true;
     clearTimeout(delay);
     setTimeout(() => {
       app.log.error({ timeoutMs: shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, shutdownMs).unref();
-    app.lifecycle
-      .stopAccepting()
-      .then(() => {
-        app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
-        return app.close();
-      })
-      .then(() => store.close())
-      .then(
-        () => {
-          app.log.info('stopped cleanly');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          app.log.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+    app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
+    try {
+      await app.close();
+      await store.close();
+      app.log.info('stopped cleanly');
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
   }
 
   await app.listen({ host: config.HOST, port: config.PORT }).catch((error: unknown) => {
