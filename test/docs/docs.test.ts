@@ -37,7 +37,7 @@ t.test('Swagger UI at /docs loads the contract and offers bearer authorization',
   t.equal(initializer.statusCode, 200);
   t.match(initializer.body, /url: "\.\/json"|"url":\s*"\.\/json"|\.\/json/, 'the UI loads ./json');
   const uiSpec = await app.inject({ method: 'GET', url: '/docs/json' });
-  // The UI's copy names its schemas and merges allOf (see src/docs/docs-ui-spec.ts); same operations.
+  // The UI's copy names its schemas and merges allOf (documentForUi in src/docs/plugin.ts); same operations.
   const ui = JSON.parse(uiSpec.body);
   t.same(Object.keys(ui.paths), Object.keys(specFile.paths), 'which is the contract, drawn for people');
   t.equal(ui.components.schemas.NewPlant.title, 'NewPlant');
