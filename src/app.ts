@@ -45,7 +45,6 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   const { instrument } = app.observability;
   const [plants, tokens, webhooks] = [instrument(plainStore.plants), instrument(plainStore.tokens), instrument(plainStore.webhooks)];
   await app.register(contract, {
-    bodyLimit: BODY_LIMIT,
     isUnavailable: (error) => error instanceof StoreUnavailableError,
     isInvalidInput: (error) => error instanceof UnstorableTextError,
   });
