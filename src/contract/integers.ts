@@ -78,7 +78,6 @@ function compileExactInteger({ source, min, max, asBigInt }: ExactIntegerSpec): 
   return validate;
 }
 
-/** Puts the checked value where the parsed one was, for the handler; true. */
 function handOn(context: Parameters<DataValidateFunction>[1], value: unknown): true {
   if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
     (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = value;

@@ -65,7 +65,6 @@ function refuseDuplicateKeys(text: string): void {
   }
 }
 
-/** The index of the quote closing the string that opens at `start`. */
 function stringEnd(text: string, start: number): number {
   let at = start + 1;
   while (text[at] !== '"') at += text[at] === '\\' ? 2 : 1;

@@ -61,7 +61,6 @@ function factsOf(document: Node, pathItem: Node, operation: Node) {
     operationId,
     // Empty (`security: []`): it needs no token.
     security: (operation.security ?? document.security ?? []) as readonly Record<string, string[]>[],
-    // Its answers may be compressed.
     compressed: encoded.length > 0,
     // A page read, which takes turns.
     pageRead: limit !== undefined,
@@ -84,7 +83,6 @@ function checkPageBound(schema: Node, limit: Node | undefined, refuse: (what: st
   }
 }
 
-/** The schema of a response's content when it is an array, after $refs. */
 function arrayAnswer(document: Node, response: Node | undefined): Node | undefined {
   for (const media of Object.values(objectAt(response, 'content'))) {
     const schema = resolve(document, objectAt(media).schema);

@@ -3,7 +3,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from './errors.ts';
 
-/** Answers 400 for a malformed query string before authentication, as the router does for a malformed path. */
 export function refuseMalformedQueries(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const start = request.url.indexOf('?');
@@ -17,7 +16,6 @@ export function refuseMalformedQueries(app: FastifyInstance): void {
   });
 }
 
-/** Whether the request's route is one of openapi.yaml's operations, rather than a 404, the docs or CORS's OPTIONS route. */
 function isOperation(request: FastifyRequest): boolean {
   return (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId !== undefined;
 }

@@ -48,7 +48,6 @@ async function routes(app: FastifyInstance, { specification, handlers, routeOpti
 // After the contract: routes take the error handler, validator compiler and JSON parser in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract'] });
 
-/** Refuses to boot when openapi.yaml names an operation no handler implements. */
 export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
   if (!Object.hasOwn(handlers, operationId)) {
     throw new SpecificationError(
@@ -89,7 +88,6 @@ function useJsonSchemasDirectly(route: RouteOptions): void {
   }
 }
 
-/** The schema of a `{content: {'application/json': {schema}}}` that has no other media type. */
 function jsonOnly(part: unknown): unknown {
   const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
   const mediaTypes = Object.keys(content);
