@@ -48,7 +48,10 @@ function factsOf(document: Node, pathItem: Node, operation: Node) {
     throw refuse('takes a `limit` query parameter, which makes it a page read, but its 200 answer is not an array: answer an array (a page), or remove `limit`.');
   }
   if (pageAnswer !== undefined) checkPageBound(pageAnswer, limit, refuse);
-  const encoded = responses.filter(([, response]) => declaresHeader(document, response, 'content-encoding'));
+  // Header names are case-insensitive.
+  const encoded = responses.filter(([, response]) =>
+    Object.keys(objectAt(response, 'headers')).some((name) => name.toLowerCase() === 'content-encoding'),
+  );
   const bodiless = encoded.find(([, response]) => Object.keys(objectAt(response, 'content')).length === 0);
   if (bodiless !== undefined) {
     throw refuse(`declares \`Content-Encoding\` on its ${bodiless[0]} response, which has no content to compress: remove the header from that response.`);
@@ -95,11 +98,6 @@ function arrayAnswer(document: Node, response: Node | undefined): Node | undefin
 function queryParameter(document: Node, owners: Node[], name: string): Node | undefined {
   const parameters = owners.flatMap((owner) => (Array.isArray(owner.parameters) ? owner.parameters : []).map((parameter) => resolve(document, parameter)));
   return parameters.findLast((parameter) => parameter.in === 'query' && parameter.name === name);
-}
-
-/** Whether the response declares the header; header names are case-insensitive. */
-function declaresHeader(document: Node, response: Node, lowerCaseName: string): boolean {
-  return Object.keys(objectAt(resolve(document, response), 'headers')).some((name) => name.toLowerCase() === lowerCaseName);
 }
 
 /** The object a local `$ref` (`#/components/...`) names, following chains; anything else as it is. */
