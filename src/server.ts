@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     });
   }
 
-  // Closing the app stops accepting and drains (lifecycle.ts); the store closes after it, as closing the app still writes.
+  // The listener closes first, then the app drains (lifecycle.ts), then the store: closing the app still writes.
   async function stop(signal: NodeJS.Signals): Promise<void> {
     stopping = true;
     clearTimeout(delay);
@@ -45,8 +45,9 @@ async function main(): Promise<void> {
       app.log.error({ timeoutMs: shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, shutdownMs).unref();
-    app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
     try {
+      await app.lifecycle.stopAccepting();
+      app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
       await app.close();
       await store.close();
       app.log.info('stopped cleanly');
