@@ -7,13 +7,6 @@ import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 /** json: the value came from the JSON body parser (integers are BigInt); text: from a URL (strings). */
 export type IntegerSource = 'json' | 'text';
 
-interface ExactIntegerSpec {
-  source: IntegerSource;
-  min: string;
-  max: string;
-  asBigInt: boolean;
-}
-
 const FORMAT_RANGES: Record<string, [bigint, bigint]> = {
   int64: [INT64_MIN, INT64_MAX],
   int32: [-(2n ** 31n), 2n ** 31n - 1n],
@@ -49,7 +42,7 @@ export function withExactIntegers<T>(node: T, source: IntegerSource): T {
   return copy as T;
 }
 
-function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec {
+function integerSpec(node: SchemaNode, source: IntegerSource) {
   const format = typeof node.format === 'string' ? node.format : undefined;
   let [min, max] = (format && FORMAT_RANGES[format]) || DEFAULT_RANGE;
   if (typeof node.minimum === 'number') min = bigMax(min, BigInt(Math.ceil(node.minimum)));
@@ -63,7 +56,7 @@ const bigMax = (a: bigint, b: bigint): bigint => (a > b ? a : b);
 const bigMin = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
 // Compiled once per schema: the bounds stay strings in it (Ajv serializes schemas) and are parsed here, not per request.
-function compileExactInteger({ source, min, max, asBigInt }: ExactIntegerSpec): DataValidateFunction {
+function compileExactInteger({ source, min, max, asBigInt }: ReturnType<typeof integerSpec>): DataValidateFunction {
   const [low, high] = [BigInt(min), BigInt(max)];
   const validate: DataValidateFunction = (data, context) => {
     const value = toBigInt(data, source);
