@@ -6,7 +6,6 @@ import contract from './contract/plugin.ts';
 import { frameworkErrorHandler } from './contract/errors.ts';
 import type { ServiceHandlers } from './contract/operations.ts';
 import routes, { securityHooks } from './contract/routes.ts';
-import { parseQueryString } from './contract/query.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
 import docs from './docs/plugin.ts';
@@ -17,7 +16,7 @@ import { createRedaction, type Redact } from './observability/redaction.ts';
 import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
-import { readSpecification, readSpecificationText, SPEC_PATH } from './spec-path.ts';
+import { readSpecification } from './spec-path.ts';
 import { withOutboxTrace } from './store/plants.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
@@ -26,8 +25,6 @@ import transport from './transport/plugin.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
-export { SPEC_PATH };
-export { handlerFor } from './contract/routes.ts';
 /** Documented in openapi.yaml as the 413 limit. */
 export const BODY_LIMIT = 64 * 1024;
 
@@ -48,7 +45,6 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   const { instrument } = app.observability;
   const [plants, tokens, webhooks] = [instrument(plainStore.plants), instrument(plainStore.tokens), instrument(plainStore.webhooks)];
   await app.register(contract, {
-    bodyLimit: BODY_LIMIT,
     isUnavailable: (error) => error instanceof StoreUnavailableError,
     isInvalidInput: (error) => error instanceof UnstorableTextError,
   });
@@ -84,7 +80,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     ...createPlantHandlers({ store: plants, afterChange: () => dispatcher.wake() }),
     ...createWebhookHandlers({ store: webhooks, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS, subscriptionsMax: config.WEBHOOK_SUBSCRIPTIONS_MAX }),
     ...createHealthHandlers({ ping: instrument({ ping: () => plainStore.ping() }).ping, stopping: () => app.lifecycle.draining }),
-    ...createDocsHandlers(readSpecificationText),
+    ...createDocsHandlers(),
     getMetrics: createMetricsHandler(app.observability.metrics),
   };
   await app.register(routes, {
@@ -108,7 +104,6 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     trustProxy: trustProxyOption(config.TRUST_PROXY),
     bodyLimit: BODY_LIMIT,
     schemaErrorFormatter: formatSchemaErrors,
-    routerOptions: { querystringParser: parseQueryString },
     // Answered before any onRequest hook, so the request id is put on here.
     frameworkErrors: (error, request, reply) => {
       returnRequestId(request, reply);

@@ -93,11 +93,9 @@ const parseKeyword: KeywordDefinition = {
 };
 
 type Reads<P extends Parser> = { pattern: { parse: P }; output: NonNullable<ReturnType<(typeof PARSERS)[P]['read']>> };
-type Environment = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
+export type Config = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
   deserialize: [Reads<'duration'>, Reads<'deadline'>, Reads<'schedule'>, Reads<'tokens'>, Reads<'origins'>, Reads<'trustProxy'>];
 }>;
-
-export type Config = Environment;
 
 // Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
 export function tracingOf(config: Config) {
@@ -115,7 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (RATE_LIMIT_PER_MINUTE=) means "not set", as operators expect from .env files.
   const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
   try {
-    return envSchema<Environment>({ schema: ENVIRONMENT, data, env: false, ajv: { customOptions: (ajv) => ajv.addKeyword(parseKeyword) } });
+    return envSchema<Config>({ schema: ENVIRONMENT, data, env: false, ajv: { customOptions: (ajv) => ajv.addKeyword(parseKeyword) } });
   } catch (error) {
     const { errors } = error as { errors?: ErrorObject[] };
     if (errors === undefined) throw error;

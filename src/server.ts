@@ -38,30 +38,24 @@ async function main(): Promise<void> {
   }
 
   // The listener closes first, then the app drains (lifecycle.ts), then the store: closing the app still writes.
-  function stop(signal: NodeJS.Signals): void {
+  async function stop(signal: NodeJS.Signals): Promise<void> {
     stopping = true;
     clearTimeout(delay);
     setTimeout(() => {
       app.log.error({ timeoutMs: shutdownMs }, 'shutdown timed out; exiting anyway');
       process.exit(1);
     }, shutdownMs).unref();
-    app.lifecycle
-      .stopAccepting()
-      .then(() => {
-        app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
-        return app.close();
-      })
-      .then(() => store.close())
-      .then(
-        () => {
-          app.log.info('stopped cleanly');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          app.log.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+    try {
+      await app.lifecycle.stopAccepting();
+      app.log.info({ signal, timeoutMs: shutdownMs }, 'shutting down');
+      await app.close();
+      await store.close();
+      app.log.info('stopped cleanly');
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
   }
 
   await app.listen({ host: config.HOST, port: config.PORT }).catch((error: unknown) => {

@@ -3,37 +3,26 @@ import { HttpError } from './errors.ts';
 
 const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
 
-interface EntityTag {
-  weak: boolean;
-  opaque: string;
-}
-
-/** `*`, or the header's entity tags (a `#entity-tag` list: empty elements ignored, §5.6.1); a 400 naming the header when malformed. */
-function parseEntityTags(name: string, header: string): '*' | EntityTag[] {
+/** `*`, or the header's entity tags as written (a `#entity-tag` list: empty elements ignored, §5.6.1); a 400 naming the header when malformed. */
+function parseEntityTags(name: string, header: string): '*' | string[] {
   if (header.trim() === '*') return '*';
-  return header
-    .split(',')
-    .map((part) => part.trim())
-    .filter((tag) => tag !== '')
-    .map((tag) => {
-      if (!ENTITY_TAG.test(tag)) {
-        throw new HttpError(400, `The ${name} header must be "*" or a comma-separated list of quoted ETags.`);
-      }
-      return { weak: tag.startsWith('W/'), opaque: tag.replace(/^W\//, '') };
-    });
+  const tags = header.split(',').map((part) => part.trim()).filter((tag) => tag !== '');
+  if (!tags.every((tag) => ENTITY_TAG.test(tag))) {
+    throw new HttpError(400, `The ${name} header must be "*" or a comma-separated list of quoted ETags.`);
+  }
+  return tags;
 }
 
-/** undefined without an If-Match header; otherwise a test of the current strong ETag. */
+/** undefined without an If-Match header; otherwise a test of the current strong ETag, which a weak tag (W/"…") never matches. */
 export function ifMatchCondition(header: string | undefined): ((currentEtag: string) => boolean) | undefined {
   if (header === undefined) return undefined;
   const tags = parseEntityTags('If-Match', header);
-  if (tags === '*') return () => true;
-  return (currentEtag) => tags.some((tag) => !tag.weak && tag.opaque === currentEtag);
+  return (currentEtag) => tags === '*' || tags.includes(currentEtag);
 }
 
-/** True when If-None-Match names the current ETag (or `*`): the client's copy is fresh. */
+/** True when If-None-Match names the current ETag, weak or strong (or `*`): the client's copy is fresh. */
 export function ifNoneMatchHits(header: string | undefined, currentEtag: string): boolean {
   if (header === undefined) return false;
   const tags = parseEntityTags('If-None-Match', header);
-  return tags === '*' || tags.some((tag) => tag.opaque === currentEtag);
+  return tags === '*' || tags.some((tag) => tag.replace(/^W\//, '') === currentEtag);
 }

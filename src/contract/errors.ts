@@ -28,7 +28,6 @@ const INTERNAL_ERROR = 'The service failed to handle this request; it has been l
 const UNAVAILABLE = 'The service cannot reach its store right now; retry shortly.';
 
 export interface ErrorHandlingOptions {
-  bodyLimit: number;
   /** Recognises failures of a dependency that may pass (a lost database connection): 503, not 500. */
   isUnavailable: (error: unknown) => boolean;
   /** Recognises input a lower layer refused (text the store cannot hold): 400 with the error's own message. */
@@ -82,7 +81,7 @@ function toHttpError(error: FastifyError, request: FastifyRequest, options: Erro
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new HttpError(415, `The Content-Type "${request.headers['content-type'] ?? ''}" is not supported; send application/json.`);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new HttpError(413, `The request body is larger than the limit of ${options.bodyLimit} bytes.`);
+      return new HttpError(413, `The request body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.`);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new HttpError(400, 'The Content-Length header does not match the body.');
   }

@@ -1,18 +1,11 @@
 // Exact integers for validation: Ajv's numbers cannot hold every int64 nor tell `1000` from `1e3`, so each request
 // schema's `type: integer` becomes `exactInteger` (BigInt against the format's exact range) and, in a body, where
 // integer literals arrive as BigInt, `type: number` becomes `exactNumber`: a value is never stored as another.
-import type { KeywordDefinition, SchemaValidateFunction } from 'ajv';
+import type { FuncKeywordDefinition, KeywordDefinition } from 'ajv';
 import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 
 /** json: the value came from the JSON body parser (integers are BigInt); text: from a URL (strings). */
 export type IntegerSource = 'json' | 'text';
-
-interface ExactIntegerSpec {
-  source: IntegerSource;
-  min: string;
-  max: string;
-  asBigInt: boolean;
-}
 
 const FORMAT_RANGES: Record<string, [bigint, bigint]> = {
   int64: [INT64_MIN, INT64_MAX],
@@ -22,6 +15,7 @@ const DEFAULT_RANGE: [bigint, bigint] = [-BigInt(Number.MAX_SAFE_INTEGER), BigIn
 const RANGE_KEYWORDS = ['type', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
 
 type SchemaNode = Record<string, unknown>;
+type DataValidateFunction = ReturnType<NonNullable<FuncKeywordDefinition['compile']>>;
 
 /** A copy of a request schema with every integer rewritten to `exactInteger` (and, in a body, every number to `exactNumber`). */
 export function withExactIntegers<T>(node: T, source: IntegerSource): T {
@@ -48,7 +42,7 @@ export function withExactIntegers<T>(node: T, source: IntegerSource): T {
   return copy as T;
 }
 
-function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec {
+function integerSpec(node: SchemaNode, source: IntegerSource) {
   const format = typeof node.format === 'string' ? node.format : undefined;
   let [min, max] = (format && FORMAT_RANGES[format]) || DEFAULT_RANGE;
   if (typeof node.minimum === 'number') min = bigMax(min, BigInt(Math.ceil(node.minimum)));
@@ -61,38 +55,32 @@ function integerSpec(node: SchemaNode, source: IntegerSource): ExactIntegerSpec 
 const bigMax = (a: bigint, b: bigint): bigint => (a > b ? a : b);
 const bigMin = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
-const validateExactInteger: SchemaValidateFunction = (spec: ExactIntegerSpec, data, _schema, context) => {
-  const value = toBigInt(data, spec.source);
-  if (value === undefined) {
-    const noFraction = typeof data === 'number' ? ' written without fraction or exponent' : '';
-    return refused(validateExactInteger, `must be an integer${noFraction}`, { type: 'integer' });
-  }
-  const [min, max] = boundsOf(spec);
-  if (value < min) return refused(validateExactInteger, `must be >= ${spec.min}`, { limit: spec.min });
-  if (value > max) return refused(validateExactInteger, `must be <= ${spec.max}`, { limit: spec.max });
-  return handOn(context, spec.asBigInt ? value : Number(value));
-};
+// Compiled once per schema: the bounds stay strings in it (Ajv serializes schemas) and are parsed here, not per request.
+function compileExactInteger({ source, min, max, asBigInt }: ReturnType<typeof integerSpec>): DataValidateFunction {
+  const [low, high] = [BigInt(min), BigInt(max)];
+  const validate: DataValidateFunction = (data, context) => {
+    const value = toBigInt(data, source);
+    if (value === undefined) {
+      const noFraction = typeof data === 'number' ? ' written without fraction or exponent' : '';
+      return refused(validate, 'exactInteger', `must be an integer${noFraction}`, { type: 'integer' });
+    }
+    if (value < low) return refused(validate, 'exactInteger', `must be >= ${min}`, { limit: min });
+    if (value > high) return refused(validate, 'exactInteger', `must be <= ${max}`, { limit: max });
+    return handOn(context, asBigInt ? value : Number(value));
+  };
+  return validate;
+}
 
-/** Puts the checked value where the parsed one was, for the handler; true. */
-function handOn(context: Parameters<SchemaValidateFunction>[3], value: unknown): true {
+function handOn(context: Parameters<DataValidateFunction>[1], value: unknown): true {
   if (context?.parentData !== undefined && context.parentDataProperty !== undefined) {
     (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] = value;
   }
   return true;
 }
 
-function refused(validate: SchemaValidateFunction, message: string, params: Record<string, unknown>): false {
-  validate.errors = [{ keyword: validate === validateExactInteger ? 'exactInteger' : 'exactNumber', message, params }];
+function refused(validate: DataValidateFunction, keyword: string, message: string, params: Record<string, unknown>): false {
+  validate.errors = [{ keyword, message, params }];
   return false;
-}
-
-// The bounds stay strings in the schema (Ajv serializes schemas); parsed once per schema, not per request.
-const bounds = new WeakMap<ExactIntegerSpec, [bigint, bigint]>();
-
-function boundsOf(spec: ExactIntegerSpec): [bigint, bigint] {
-  let parsed = bounds.get(spec);
-  if (!parsed) bounds.set(spec, (parsed = [BigInt(spec.min), BigInt(spec.max)]));
-  return parsed;
 }
 
 function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
@@ -104,15 +92,16 @@ function toBigInt(data: unknown, source: IntegerSource): bigint | undefined {
 }
 
 // Runs before Ajv's number keywords (they are grouped after the untyped ones) and before const and enum.
-const validateExactNumber: SchemaValidateFunction = (_spec: true, data, _schema, context) => {
+const validateExactNumber: DataValidateFunction = (data, context) => {
   if (typeof data === 'number') return true;
-  if (typeof data !== 'bigint') return refused(validateExactNumber, 'must be number', { type: 'number' });
+  if (typeof data !== 'bigint') return refused(validateExactNumber, 'exactNumber', 'must be number', { type: 'number' });
   const value = Number(data);
   // 9007199254740993 would become ...992: refused rather than stored as a number the client never sent.
-  if (BigInt(value) !== data) return refused(validateExactNumber, `must be a number a double holds exactly; ${data} would be stored as ${BigInt(value)}`, { limit: String(data) });
+  const stored = BigInt(value);
+  if (stored !== data) return refused(validateExactNumber, 'exactNumber', `must be a number a double holds exactly; ${data} would be stored as ${stored}`, { limit: String(data) });
   return handOn(context, value);
 };
 
 const MODIFYING = { modifying: true, errors: true } as const;
-export const exactNumberKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactNumber', schemaType: 'boolean', before: 'const', validate: validateExactNumber };
-export const exactIntegerKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactInteger', schemaType: 'object', validate: validateExactInteger };
+export const exactNumberKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactNumber', schemaType: 'boolean', before: 'const', compile: () => validateExactNumber };
+export const exactIntegerKeyword: KeywordDefinition = { ...MODIFYING, keyword: 'exactInteger', schemaType: 'object', compile: compileExactInteger };

@@ -1,5 +1,6 @@
 // The application/json body parser: each integer literal a BigInt (int64 exact; `1e3` stays a number an integer field
 // refuses), prototype poisoning keys, duplicate keys and lone surrogates refused.
+import { MIMEType } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { INTEGER_TEXT } from '../int64.ts';
@@ -64,7 +65,6 @@ function refuseDuplicateKeys(text: string): void {
   }
 }
 
-/** The index of the quote closing the string that opens at `start`. */
 function stringEnd(text: string, start: number): number {
   let at = start + 1;
   while (text[at] !== '"') at += text[at] === '\\' ? 2 : 1;
@@ -72,19 +72,13 @@ function stringEnd(text: string, start: number): number {
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
-
-/** The charset parameter of a Content-Type, lower case; most clients send none. */
-function charsetOf(contentType: string | undefined): string | undefined {
-  if (contentType === undefined || !contentType.includes(';')) return undefined;
-  return CHARSET.exec(contentType)?.[1]?.toLowerCase();
-}
 
 /** Replaces Fastify's body parsers: JSON is the only media type the contract accepts. */
 export function useExactJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const charset = charsetOf(request.headers['content-type']);
+    // The parser is only chosen for a Content-Type naming application/json, which MIMEType reads.
+    const charset = new MIMEType(request.headers['content-type']!).params.get('charset')?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new HttpError(415, `JSON bodies are UTF-8 (RFC 8259); the charset "${charset}" is not supported.`), undefined);
       return;

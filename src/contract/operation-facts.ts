@@ -1,24 +1,10 @@
 // What openapi.yaml says of each operation, read once at start; where OpenAPI has no word, one `x-` extension.
 import { SpecificationError } from '../spec-path.ts';
 
-export type SecurityRequirement = Record<string, string[]>;
-
-export interface OperationFacts {
-  readonly operationId: string;
-  /** Its own `security`, or the document's; empty (`security: []`): it needs no token. */
-  readonly security: readonly SecurityRequirement[];
-  /** One of its responses declares `Content-Encoding`: its answers may be compressed. */
-  readonly compressed: boolean;
-  /** Its 200 answer is an array and it takes a `limit` query parameter: a page read, which takes turns. */
-  readonly pageRead: boolean;
-  /** Marked `x-answered-under-pressure: true`: answered even while the instance sheds load. */
-  readonly answeredUnderPressure: boolean;
-  readonly requestMediaTypes: readonly string[];
-  readonly responseMediaTypes: readonly string[];
-}
+export type OperationFacts = Readonly<ReturnType<typeof factsOf>>;
 
 /** The one extension: OpenAPI cannot say that an operation must answer while the instance is overloaded. */
-export const ANSWERED_UNDER_PRESSURE = 'x-answered-under-pressure';
+const ANSWERED_UNDER_PRESSURE = 'x-answered-under-pressure';
 
 /** openapi.yaml states things that cannot all hold; the message, one line, names where and what to change. */
 export class ContradictoryContractError extends SpecificationError {}
@@ -52,7 +38,7 @@ export function deriveOperationFacts(specification: object): Map<string, Operati
   return facts;
 }
 
-function factsOf(document: Node, pathItem: Node, operation: Node): OperationFacts {
+function factsOf(document: Node, pathItem: Node, operation: Node) {
   const operationId = operation.operationId as string;
   const refuse = (what: string) => new ContradictoryContractError(`openapi.yaml: operation "${operationId}" ${what}`);
   const responses = Object.entries(objectAt(operation, 'responses')).map(([status, response]) => [status, resolve(document, response)] as const);
@@ -62,7 +48,10 @@ function factsOf(document: Node, pathItem: Node, operation: Node): OperationFact
     throw refuse('takes a `limit` query parameter, which makes it a page read, but its 200 answer is not an array: answer an array (a page), or remove `limit`.');
   }
   if (pageAnswer !== undefined) checkPageBound(pageAnswer, limit, refuse);
-  const encoded = responses.filter(([, response]) => declaresHeader(document, response, 'content-encoding'));
+  // Header names are case-insensitive.
+  const encoded = responses.filter(([, response]) =>
+    Object.keys(objectAt(response, 'headers')).some((name) => name.toLowerCase() === 'content-encoding'),
+  );
   const bodiless = encoded.find(([, response]) => Object.keys(objectAt(response, 'content')).length === 0);
   if (bodiless !== undefined) {
     throw refuse(`declares \`Content-Encoding\` on its ${bodiless[0]} response, which has no content to compress: remove the header from that response.`);
@@ -73,9 +62,12 @@ function factsOf(document: Node, pathItem: Node, operation: Node): OperationFact
   }
   return {
     operationId,
-    security: (operation.security ?? document.security ?? []) as SecurityRequirement[],
+    // Empty (`security: []`): it needs no token.
+    security: (operation.security ?? document.security ?? []) as readonly Record<string, string[]>[],
     compressed: encoded.length > 0,
+    // A page read, which takes turns.
     pageRead: limit !== undefined,
+    // Answered even while the instance sheds load.
     answeredUnderPressure: mark === true,
     requestMediaTypes: Object.keys(objectAt(resolve(document, operation.requestBody), 'content')),
     responseMediaTypes: [...new Set(responses.flatMap(([, response]) => Object.keys(objectAt(response, 'content'))))],
@@ -94,7 +86,6 @@ function checkPageBound(schema: Node, limit: Node | undefined, refuse: (what: st
   }
 }
 
-/** The schema of a response's content when it is an array, after $refs. */
 function arrayAnswer(document: Node, response: Node | undefined): Node | undefined {
   for (const media of Object.values(objectAt(response, 'content'))) {
     const schema = resolve(document, objectAt(media).schema);
@@ -107,11 +98,6 @@ function arrayAnswer(document: Node, response: Node | undefined): Node | undefin
 function queryParameter(document: Node, owners: Node[], name: string): Node | undefined {
   const parameters = owners.flatMap((owner) => (Array.isArray(owner.parameters) ? owner.parameters : []).map((parameter) => resolve(document, parameter)));
   return parameters.findLast((parameter) => parameter.in === 'query' && parameter.name === name);
-}
-
-/** Whether the response declares the header; header names are case-insensitive. */
-function declaresHeader(document: Node, response: Node, lowerCaseName: string): boolean {
-  return Object.keys(objectAt(resolve(document, response), 'headers')).some((name) => name.toLowerCase() === lowerCaseName);
 }
 
 /** The object a local `$ref` (`#/components/...`) names, following chains; anything else as it is. */

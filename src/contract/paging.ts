@@ -38,7 +38,6 @@ function filterParameters(filters: Record<string, string | undefined>): string {
 const CURSOR_VERSION = 'p1';
 const CURSOR_TEXT = /^p1:(-?(?:0|[1-9]\d{0,18}))$/;
 
-/** An opaque cursor meaning "the items after this key". */
 export function encodeCursor(lastKey: bigint | number): string {
   return Buffer.from(`${CURSOR_VERSION}:${lastKey}`).toString('base64url');
 }

@@ -19,7 +19,7 @@ export interface RoutesOptions {
 
 async function routes(app: FastifyInstance, { specification, handlers, routeOptionsFor }: RoutesOptions): Promise<void> {
   const facts = deriveOperationFacts(specification);
-  refuseHandlersWithoutOperation(facts, handlers);
+  checkHandlers(facts, handlers);
   // Its own context, so that the hook and the body parsers below concern these routes only.
   await app.register(async (operations) => {
     // Glue gives every schema per media type; Fastify would then skip validating a body whose request names none.
@@ -37,7 +37,7 @@ async function routes(app: FastifyInstance, { specification, handlers, routeOpti
       // Glue's types ask for a whole route; its docs say these properties are added to the route it built.
       operationResolver: (operationId: string, method: string) =>
         ({
-          ...routeOptionsFor(facts.get(operationId)!, handlerFor(handlers, operationId)),
+          ...routeOptionsFor(facts.get(operationId)!, handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler']),
           // HEAD is served by the GET route itself: Fastify's own HEAD route would drop the body before compression.
           ...(method === 'GET' && { method: ['GET', 'HEAD'] }),
         }) as RouteOptions,
@@ -48,21 +48,18 @@ async function routes(app: FastifyInstance, { specification, handlers, routeOpti
 // After the contract: routes take the error handler, validator compiler and JSON parser in force.
 export default fp(routes, { name: 'routes', fastify: '5.x', dependencies: ['contract'] });
 
-/** Refuses to boot when openapi.yaml names an operation no handler implements. */
-export function handlerFor(handlers: ServiceHandlers, operationId: string): RouteOptions['handler'] {
-  if (!Object.hasOwn(handlers, operationId)) {
-    throw new SpecificationError(
-      `openapi.yaml declares operation "${operationId}" but no handler implements it: add one named ${operationId} to the handlers ` +
-        'buildApp passes to the routes in src/app.ts (docs/development.md, "Adding an operation, end to end").',
-    );
-  }
-  return handlers[operationId as keyof ServiceHandlers] as RouteOptions['handler'];
-}
-
-function refuseHandlersWithoutOperation(facts: ReadonlyMap<string, OperationFacts>, handlers: object): void {
+/** Each handler serves an operation of openapi.yaml, and each operation has the handler named by its operationId. */
+function checkHandlers(facts: ReadonlyMap<string, OperationFacts>, handlers: ServiceHandlers): void {
   const extra = Object.keys(handlers).find((name) => !facts.has(name));
   if (extra !== undefined) {
     throw new SpecificationError(`src/app.ts passes the routes a handler "${extra}" but openapi.yaml declares no such operation: declare it there, or remove the handler.`);
+  }
+  const missing = [...facts.keys()].find((operationId) => !Object.hasOwn(handlers, operationId));
+  if (missing !== undefined) {
+    throw new SpecificationError(
+      `openapi.yaml declares operation "${missing}" but no handler implements it: add one named ${missing} to the handlers ` +
+        'buildApp passes to the routes in src/app.ts (docs/development.md, "Adding an operation, end to end").',
+    );
   }
 }
 
@@ -89,7 +86,6 @@ function useJsonSchemasDirectly(route: RouteOptions): void {
   }
 }
 
-/** The schema of a `{content: {'application/json': {schema}}}` that has no other media type. */
 function jsonOnly(part: unknown): unknown {
   const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
   const mediaTypes = Object.keys(content);

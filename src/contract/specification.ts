@@ -24,7 +24,6 @@ export async function checkSpecification(document: object): Promise<void> {
 
 export async function checkSpecificationAtStart(): Promise<void> {
   if (firstLineOf(GENERATED_TYPES_PATH) === generatedHeader(readSpecificationText())) return;
-  // The document the routes and docs are built from, parsed once.
   await checkSpecification(readSpecification());
 }
 

@@ -1,10 +1,11 @@
-// Swagger UI (static mode) at /docs, over a copy of openapi.yaml drawn for it (docs-ui-spec.ts).
+// Swagger UI (static mode) at /docs, over a copy of openapi.yaml drawn for it (documentForUi).
 import { readFileSync } from 'node:fs';
 import fastifySwagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { documentForUi } from './docs-ui-spec.ts';
+import { resolve } from '../contract/operation-facts.ts';
+import { exactJson } from '../int64.ts';
 
 const DOCS_PREFIX = '/docs';
 
@@ -29,14 +30,13 @@ export interface DocsOptions {
 }
 
 async function docs(app: FastifyInstance, { specification, persistAuthorization }: DocsOptions): Promise<void> {
-  const document = structuredClone(specification) as StaticDocumentSpec['document'];
+  const document = documentForUi(specification) as StaticDocumentSpec['document'];
   await app.register(fastifySwagger, { mode: 'static', specification: { document } });
-  // The UI's copy keeps every digit twice: bigints for /docs/yaml (the yaml package writes them), raw JSON for /docs/json.
-  const forUi = documentForUi(document);
-  const forUiJson = rawIntegers(forUi) as Record<string, unknown>;
-  // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
   await app.register(async (ui) => {
+    // @fastify/static refuses a path leaving the UI's folder (a `..` segment) with 403: to a client there is no such document.
     ui.setErrorHandler((error: FastifyError, _request, reply) => (error.statusCode === 403 ? reply.callNotFound() : reply.send(error)));
+    // /docs/json writes each bigint (an int64 example) digit for digit; /docs/yaml is text the yaml package wrote.
+    ui.setReplySerializer((payload) => exactJson(payload));
     await ui.register(fastifySwaggerUi, {
       routePrefix: DOCS_PREFIX,
       uiConfig: { persistAuthorization },
@@ -48,8 +48,6 @@ async function docs(app: FastifyInstance, { specification, persistAuthorization 
           done();
         },
       },
-      transformSpecificationClone: false,
-      transformSpecification: (_document, request) => (request.routeOptions.url?.endsWith('/yaml') ? forUi : forUiJson),
       logo: { type: 'image/svg+xml', content: uiFile('logo.svg'), href: DOCS_PREFIX },
       theme: {
         title: document.info?.title ?? 'API',
@@ -61,17 +59,60 @@ async function docs(app: FastifyInstance, { specification, persistAuthorization 
   });
 }
 
-/** A copy of `value` in which each bigint is a JSON.rawJSON of its digits (JSON.stringify throws on a bigint). */
-function rawIntegers(value: unknown): unknown {
-  if (typeof value === 'bigint') return JSON.rawJSON(String(value));
-  if (Array.isArray(value)) return value.map(rawIntegers);
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, rawIntegers(item)]));
-}
-
 /** The browser side of the docs page (top bar, exact big integers), served by the service itself. */
 function uiFile(name: string): Buffer {
   return readFileSync(new URL(`./docs-ui/${name}`, import.meta.url));
+}
+
+type Schema = Record<string, unknown>;
+
+const SCHEMA_REF = '#/components/schemas/';
+const PLAIN_OBJECT_KEYWORDS = new Set(['type', 'title', 'description', 'properties', 'required']);
+
+/** Swagger UI's own copy: components titled by name, plain-object allOfs merged (else NewPlant shows as "(any & object)"). */
+function documentForUi(document: object): object {
+  const copy = structuredClone(document) as Schema & { components?: { schemas?: Record<string, Schema> } };
+  const schemas = copy.components?.schemas ?? {};
+  for (const [name, schema] of Object.entries(schemas)) schema.title ??= name;
+  // Components first, so a body or response merges the components' merged forms.
+  for (const [name, schema] of Object.entries(schemas)) schemas[name] = mergeAll(schema, copy) as Schema;
+  return mergeAll(copy, copy) as object;
+}
+
+/** `value` with every allOf merged; `document` holds the components already merged, which $refs name. */
+function mergeAll(value: unknown, document: Schema): unknown {
+  if (Array.isArray(value)) return value.map((item) => mergeAll(item, document));
+  if (!isObject(value)) return value;
+  const walked = Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mergeAll(item, document)]));
+  return Array.isArray(walked.allOf) ? mergeAllOf(walked, document) : walked;
+}
+
+/** `{allOf: [A, B], ...rest}` as one object schema, when A and B are plain objects; else as it is. */
+function mergeAllOf(schema: Schema, document: Schema): Schema {
+  const { allOf, ...outer } = schema as Schema & { allOf: unknown[] };
+  const parts = allOf.map((part) => resolve(document, part));
+  if (!parts.every(isPlainObjectSchema)) return schema;
+  const onlyRef = allOf.length === 1 ? refName(allOf[0]) : undefined;
+  return {
+    ...(onlyRef === undefined ? {} : { title: onlyRef }),
+    ...outer,
+    type: 'object',
+    properties: Object.assign({}, ...parts.map((part) => part.properties), outer.properties),
+    required: [...new Set([...parts, outer].flatMap((part) => (part.required as string[] | undefined) ?? []))],
+  };
+}
+
+function refName(part: unknown): string | undefined {
+  const ref = isObject(part) ? part.$ref : undefined;
+  return typeof ref === 'string' && ref.startsWith(SCHEMA_REF) ? ref.slice(SCHEMA_REF.length) : undefined;
+}
+
+function isPlainObjectSchema(value: unknown): value is Schema {
+  return isObject(value) && value.type === 'object' && Object.keys(value).every((key) => PLAIN_OBJECT_KEYWORDS.has(key));
+}
+
+function isObject(value: unknown): value is Schema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 // After the contract: a path outside the UI's folder is answered with the Error body.

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Test } from 'tap';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { AUTH, api, build, createPlant } from '../harness/helper.ts';
 import { rawExchange } from '../harness/raw-http.ts';
 

@@ -8,7 +8,6 @@ import { parseSpecification, SpecificationError } from '../../src/spec-path.ts';
 import contract from '../../src/contract/plugin.ts';
 import routes from '../../src/contract/routes.ts';
 import { deriveOperationFacts } from '../../src/contract/operation-facts.ts';
-import { handlerFor } from '../../src/app.ts';
 import openapiGlue from 'fastify-openapi-glue';
 import { spec } from '../harness/contract.ts';
 import { build } from '../harness/helper.ts';
@@ -88,7 +87,14 @@ t.test('every operation in openapi.yaml is routed to its handler', async (t) => 
 });
 
 t.test('an operation without a handler stops the boot', async (t) => {
-  t.throws(() => handlerFor({} as never, 'createPlant'), /declares operation "createPlant" but no handler implements it/);
+  const app = Fastify({ logger: false });
+  t.teardown(() => app.close());
+  await app.register(contract, { isUnavailable: () => false, isInvalidInput: () => false });
+  const operationIds = [...deriveOperationFacts(spec).keys()].filter((operationId) => operationId !== 'createPlant');
+  const handlers = Object.fromEntries(operationIds.map((operationId) => [operationId, async () => ({})])) as never;
+  const refusal = await app.register(routes, { specification: spec, handlers, routeOptionsFor: () => ({}) }).then(() => undefined, (error: unknown) => error);
+  t.ok(refusal instanceof SpecificationError, 'a SpecificationError');
+  t.match((refusal as Error).message, /declares operation "createPlant" but no handler implements it/);
 });
 
 // The boot checks the contract against the OpenAPI meta-schema (fastify-openapi-glue does), and so do
@@ -120,7 +126,7 @@ t.test('a schema Fastify cannot compile stops the start with a SpecificationErro
     path.reduce((node, key) => node[key], broken).type = type;
     const app = Fastify({ logger: false });
     t.teardown(() => app.close());
-    await app.register(contract, { bodyLimit: 1024, isUnavailable: () => false, isInvalidInput: () => false });
+    await app.register(contract, { isUnavailable: () => false, isInvalidInput: () => false });
     const handlers = Object.fromEntries([...deriveOperationFacts(broken).keys()].map((operationId) => [operationId, async () => ({})])) as never;
     await app.register(routes, { specification: broken, handlers, routeOptionsFor: () => ({}) });
     const refusal = await app.ready().then(() => undefined, (error: unknown) => error);

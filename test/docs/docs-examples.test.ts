@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { build } from '../harness/helper.ts';
 
 type Examples = Map<string, unknown>;
@@ -40,7 +40,7 @@ t.test('/openapi.json and /openapi.yaml carry every example exactly', async (t) 
   t.same(examplesIn(parseYaml(yaml.body, { intAsBigInt: true })), source);
 });
 
-// Swagger UI's copy merges allOf (src/docs/docs-ui-spec.ts), so an example may also appear where
+// Swagger UI's copy merges allOf (documentForUi in src/docs/plugin.ts), so an example may also appear where
 // the merge put it; wherever it is, it is one of the contract's own.
 for (const [url, parse] of [
   ['/docs/json', exactJson],

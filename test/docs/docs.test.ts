@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { contractProblems } from '../harness/contract.ts';
 import { api, build, TEST_ORIGIN } from '../harness/helper.ts';
 
@@ -37,7 +37,7 @@ t.test('Swagger UI at /docs loads the contract and offers bearer authorization',
   t.equal(initializer.statusCode, 200);
   t.match(initializer.body, /url: "\.\/json"|"url":\s*"\.\/json"|\.\/json/, 'the UI loads ./json');
   const uiSpec = await app.inject({ method: 'GET', url: '/docs/json' });
-  // The UI's copy names its schemas and merges allOf (see src/docs/docs-ui-spec.ts); same operations.
+  // The UI's copy names its schemas and merges allOf (documentForUi in src/docs/plugin.ts); same operations.
   const ui = JSON.parse(uiSpec.body);
   t.same(Object.keys(ui.paths), Object.keys(specFile.paths), 'which is the contract, drawn for people');
   t.equal(ui.components.schemas.NewPlant.title, 'NewPlant');

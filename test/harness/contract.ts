@@ -7,7 +7,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { Test } from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { exactIntegerKeyword, withExactIntegers } from '../../src/contract/integers.ts';
 import { parseJson } from '../../src/contract/json.ts';
 

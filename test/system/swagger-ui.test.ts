@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { chromium, type Locator, type Page } from 'playwright-core';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { SPEC_PATH } from '../../src/app.ts';
+import { SPEC_PATH } from '../../src/spec-path.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { serverEnv, startServer } from '../harness/process.ts';
 
