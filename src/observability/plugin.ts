@@ -2,9 +2,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { tracingOf } from '../config.ts';
+import { returnRequestId } from './logging.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import type { Redact } from './redaction.ts';
-import { returnRequestIds } from './request-id.ts';
 import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
 
 export interface ObservabilityOptions {
@@ -31,7 +31,10 @@ declare module 'fastify' {
 }
 
 async function observability(app: FastifyInstance, options: ObservabilityOptions): Promise<void> {
-  returnRequestIds(app);
+  app.addHook('onRequest', (request, reply, done) => {
+    returnRequestId(request, reply);
+    done();
+  });
   const metrics = createMetrics(app, options.pendingDeliveries);
   // Not even loaded when tracing is off.
   const tracing = options.tracing && (await (await import('./tracing.ts')).startTracing(app, options.tracing, options.withOutboxTrace, options.redact));

@@ -1,15 +1,17 @@
 // The one rule for what logs, request ids and spans may show of a text: no token, however spelled or percent-encoded.
-import { literalSearch, type Span } from './literal-search.ts';
+import { TOKEN_CHARACTER, TOKEN_PREFIX } from '../tokens/format.ts';
 
 /** The text with every token in it replaced by REDACTED. */
 export type Redact = (text: string) => string;
 
 export const REDACTED = '[redacted]';
 
-// The shape of issued tokens (tokens/format.ts): no list needed.
-const ISSUED_TOKEN_PREFIX = 'pst_';
-const ISSUED_TOKEN = /pst_[0-9A-Za-z]{20,}/g;
-const ISSUED_TOKEN_LENGTH = 24;
+/** [start, end) of a text. */
+type Span = [number, number];
+
+// Issued tokens by their shape, no list needed; even cut short, since 20 characters are most of a secret.
+const ISSUED_TOKEN_LENGTH = TOKEN_PREFIX.length + 20;
+const ISSUED_TOKEN = new RegExp(`${TOKEN_PREFIX}${TOKEN_CHARACTER}{20,}`, 'g');
 // Not `?`: within a query it is data, and a token may hold one.
 const SEPARATOR = /([&;])/;
 // The name may end a longer text ("… access_token=…"); `+` is a space to the query parser.
@@ -41,7 +43,7 @@ function tokenFinder(forms: readonly string[]): (text: string) => Span[] {
   const search = literalSearch(forms);
   return (text) => {
     const found = search(text);
-    if (text.includes(ISSUED_TOKEN_PREFIX)) for (const match of text.matchAll(ISSUED_TOKEN)) found.push([match.index, match.index + match[0].length]);
+    if (text.includes(TOKEN_PREFIX)) for (const match of text.matchAll(ISSUED_TOKEN)) found.push([match.index, match.index + match[0].length]);
     return found;
   };
 }
@@ -130,4 +132,65 @@ function isHex(code: number): boolean {
 
 function hexValue(code: number): number {
   return code <= 0x39 ? code - 0x30 : (code | 0x20) - 0x61 + 10;
+}
+
+
+// Any odd multiplier spreads the characters over the 32-bit hash; this is FNV's.
+const BASE = 0x01000193;
+const PLUS = 0x2b;
+const SPACE = 0x20;
+
+/**
+ * Where any of many fixed strings occurs in a text, in one pass whatever their number (Rabin-Karp): for long API_TOKENS lists.
+ * Every occurrence of these non-empty strings, overlapping ones too; `+` and space count as one character, as the query parser reads them.
+ */
+function literalSearch(literals: readonly string[]): (text: string) => Span[] {
+  if (literals.length === 0) return () => [];
+  // Each window as long as the shortest string is hashed; a string is checked only where the hash of its first window is.
+  const width = Math.min(...literals.map((literal) => literal.length));
+  const leading = power(width - 1);
+  const candidates = new Map<number, string[]>();
+  for (const literal of literals) {
+    const hash = hashOf(literal, width);
+    candidates.set(hash, [...(candidates.get(hash) ?? []), literal]);
+  }
+  // A table of the hashes' low 16 bits, so most windows cost no Map lookup.
+  const maybe = new Uint8Array(1 << 16);
+  for (const hash of candidates.keys()) maybe[hash & 0xffff] = 1;
+
+  return (text) => {
+    const found: Span[] = [];
+    if (text.length < width) return found;
+    let hash = hashOf(text, width);
+    for (let start = 0; ; start++) {
+      if (maybe[hash & 0xffff] === 1) {
+        for (const literal of candidates.get(hash) ?? []) if (occursAt(text, start, literal)) found.push([start, start + literal.length]);
+      }
+      if (start + width >= text.length) return found;
+      hash = (Math.imul(hash - Math.imul(code(text, start), leading), BASE) + code(text, start + width)) | 0;
+    }
+  };
+}
+
+function code(text: string, index: number): number {
+  const value = text.charCodeAt(index);
+  return value === SPACE ? PLUS : value;
+}
+
+function hashOf(text: string, width: number): number {
+  let hash = 0;
+  for (let index = 0; index < width; index++) hash = (Math.imul(hash, BASE) + code(text, index)) | 0;
+  return hash;
+}
+
+function power(exponent: number): number {
+  let result = 1;
+  for (let round = 0; round < exponent; round++) result = Math.imul(result, BASE);
+  return result;
+}
+
+function occursAt(text: string, start: number, literal: string): boolean {
+  if (start + literal.length > text.length) return false;
+  for (let index = 0; index < literal.length; index++) if (code(text, start + index) !== code(literal, index)) return false;
+  return true;
 }

@@ -34,7 +34,9 @@ export function answerTransportEdges(app: FastifyInstance): void {
 
 /** The refusal owed to a request before anything reads it, or null. */
 function edgeFailure(request: IncomingMessage): HttpError | null {
-  if (lacksRequiredHost(request)) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
+  // RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).
+  const lacksHost = request.httpVersion === '1.1' && request.headers.host === undefined;
+  if (lacksHost) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
   if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', CLOSE);
   const expect = request.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
@@ -48,11 +50,6 @@ function hostCount(rawHeaders: string[]): number {
   let count = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.length === 4 && rawHeaders[i]!.toLowerCase() === 'host') count++;
   return count;
-}
-
-// RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).
-function lacksRequiredHost(request: IncomingMessage): boolean {
-  return request.httpVersion === '1.1' && request.headers.host === undefined;
 }
 
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
