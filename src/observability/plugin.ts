@@ -16,17 +16,15 @@ export interface ObservabilityOptions {
   redact: Redact;
 }
 
-export interface Observability {
-  metrics: Metrics;
-  /** The store with every call timed, and traced when tracing is on. */
-  instrument<T extends object>(store: T): T;
-  /** Tracing's span around each webhook delivery attempt; absent when tracing is off. */
-  traceAttempt?: TraceAttempt;
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
-    observability: Observability;
+    observability: {
+      metrics: Metrics;
+      /** The store with every call timed, and traced when tracing is on. */
+      instrument<T extends object>(store: T): T;
+      /** Tracing's span around each webhook delivery attempt; absent when tracing is off. */
+      traceAttempt?: TraceAttempt;
+    };
   }
 }
 
@@ -42,7 +40,7 @@ async function observability(app: FastifyInstance, options: ObservabilityOptions
     metrics,
     instrument: (store) => metrics.instrument(tracing ? tracing.instrument(store) : store),
     ...(tracing && { traceAttempt: tracing.traceAttempt }),
-  } satisfies Observability);
+  });
 }
 
 export default fp(observability, { name: 'observability', fastify: '5.x' });

@@ -1,5 +1,4 @@
-// Spans leave only through this exporter, which redacts every text a span carries by the logs' rule: wrapping the
-// exporter, a public SDK interface, covers whatever any instrumentation records.
+// Spans leave only through this exporter, which redacts each text a span carries by the logs' rule, whoever recorded it.
 import type { Attributes, Link } from '@opentelemetry/api';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
 import type { Redact } from './redaction.ts';

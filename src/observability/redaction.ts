@@ -19,10 +19,7 @@ const ACCESS_TOKEN_NAME = /(?:^|[^0-9a-z_])access_token$/i;
 const ACCESS_TOKEN = /access_token/i;
 const ACCESS_TOKEN_PARAMETER_LENGTH = 'access_token=x'.length;
 
-/**
- * Replaces every stretch that is, or percent-decodes (any number of times) to, a configured or issued-shaped token,
- * and the value of every parameter whose name spells access_token; a `+` also matches a space, as the query parser reads it.
- */
+/** Replaces each stretch that is, or percent-decodes to, a configured or issued-shaped token, and each access_token parameter's value. */
 export function createRedaction(staticTokens: readonly string[]): Redact {
   const forms = [...new Set(staticTokens.flatMap((token) => [token, decodedFully(token)]))];
   const find = tokenFinder(forms);
@@ -90,10 +87,8 @@ function isAccessTokenName(name: string): boolean {
 const PERCENT = 0x25;
 const ESCAPE = /%[0-9a-f]{2}/i;
 
-/**
- * The text percent-decoded until no %XX is left (%252541 → A), in one pass whatever the depth, each byte as its Latin-1
- * character (tokens are ASCII; bad UTF-8 must not stop a log line); `starts` gets where each decoded character begins.
- */
+// The text percent-decoded until no %XX is left (%252541 → A), in one pass whatever the depth, each byte as its Latin-1
+// character (tokens are ASCII; bad UTF-8 must not stop a log line); `starts` gets where each decoded character begins.
 function decodedFully(text: string, starts?: number[]): string {
   // What comes before the first escape decodes to itself.
   const first = text.search(ESCAPE);
@@ -140,10 +135,8 @@ const BASE = 0x01000193;
 const PLUS = 0x2b;
 const SPACE = 0x20;
 
-/**
- * Where any of many fixed strings occurs in a text, in one pass whatever their number (Rabin-Karp): for long API_TOKENS lists.
- * Every occurrence of these non-empty strings, overlapping ones too; `+` and space count as one character, as the query parser reads them.
- */
+// Every occurrence of these strings, overlapping ones too, in one pass whatever their number (Rabin-Karp): for long API_TOKENS
+// lists. `+` and space count as one character, as the query parser reads them.
 function literalSearch(literals: readonly string[]): (text: string) => Span[] {
   if (literals.length === 0) return () => [];
   // Each window as long as the shortest string is hashed; a string is checked only where the hash of its first window is.

@@ -1,5 +1,4 @@
-// OpenTelemetry traces (loaded only when OTEL_* sets an endpoint): a span per request, store call and webhook attempt,
-// the trace in the request's log lines, every span exported through the redacting exporter.
+// OpenTelemetry traces, loaded only when OTEL_* sets an endpoint: a span per request, store call and webhook attempt.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type DiagLogger, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -121,7 +120,6 @@ function recordAttempt(span: Span, result: AttemptResult): AttemptResult {
   return result;
 }
 
-/** Ends the span when the promise settles, marking it failed if it rejects. */
 function ended<T>(span: Span, promise: Promise<T>): Promise<T> {
   const failed = (error: unknown) => {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
