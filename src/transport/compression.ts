@@ -1,6 +1,5 @@
-// Response compression (gzip, brotli) for the operations whose answers openapi.yaml says may be compressed; the
-// others are built with `compress: false`, so they carry no compression hook and their strong ETags name the bytes sent.
-// Answers that never change while the process runs (the contract's documents) are compressed once, on zlib's thread pool.
+// gzip and brotli for the operations openapi.yaml says may be compressed (the others are built with `compress: false`,
+// so their strong ETags name the bytes sent); answers that never change (the documents) are compressed once, off the loop.
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip, type BrotliOptions, type ZlibOptions } from 'node:zlib';
@@ -55,9 +54,8 @@ export async function registerCompression(app: FastifyInstance, limit: number): 
   });
 }
 
-// Each answer over STREAM_THRESHOLD_BYTES holds its own zlib or brotli stream until read (brotli's window alone is
-// 4 MB), so past `limit` at once it is sent plain. The coding is decided here, once, and handed to @fastify/compress
-// through the request headers it documents (`x-no-compression`, or an Accept-Encoding of that coding alone).
+// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent plain.
+// The coding is decided here, once, and handed to @fastify/compress by the request headers it documents.
 function gate(limit: number): [onSendHookHandler, onSendHookHandler] {
   let active = 0;
   return [

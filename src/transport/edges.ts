@@ -62,8 +62,7 @@ function closeWith(socket: Duplex, answer: string): void {
   socket.end(answer, () => socket.destroy());
 }
 
-// An error found while parsing a write must not overtake the answers to the requests before it: each connection
-// keeps its last two answers begun and not finished, and the error answer follows one of them.
+// A parse error's answer must not overtake those of the requests before it: it follows one of the last two begun.
 const begun = new WeakMap<Socket, { last: ServerResponse | undefined; previous: ServerResponse | undefined }>();
 // The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
 const failed = new WeakMap<Socket, HttpError>();

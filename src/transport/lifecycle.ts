@@ -1,7 +1,6 @@
 // Stopping without losing a request: readiness fails first, then the listener closes (a refused connection is
 // retried elsewhere, even a POST), then answers say Connection: close so balancers drop rather than reuse them.
-// An answer given before its request's body arrived closes its connection too: Node would read and discard the rest,
-// and a client refused with 401 could stream gigabytes into that.
+// An answer given before its body arrived closes the connection: Node would read and discard the rest, gigabytes after a 401.
 import type { IncomingMessage } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { setImmediate as nextCheckPhase, setTimeout as sleep } from 'node:timers/promises';
@@ -40,7 +39,10 @@ export function installLifecycle(app: FastifyInstance) {
     const { drained } = await lifecycle.stopAccepting();
     closing = true;
     // Idle connections are not closed at once, as Node's close() would: a balancer may have just written a request on one.
-    await drainedOrGraceOver(drained, IDLE_GRACE_MS);
+    // Unreferenced: once drained, the grace timer must not hold the process open.
+    await Promise.race([drained, sleep(IDLE_GRACE_MS, undefined, { ref: false })]);
+    // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
+    await nextCheckPhase();
     graceOver = true;
   });
   app.addHook('onClose', async () => {
@@ -76,13 +78,6 @@ async function stopListening(server: NetServer): Promise<{ drained: Promise<void
   await quietMoment(server);
   // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
-}
-
-async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Promise<void> {
-  // Unreferenced: once drained, the grace timer must not hold the process open.
-  await Promise.race([drained, sleep(graceMs, undefined, { ref: false })]);
-  // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
-  await nextCheckPhase();
 }
 
 // Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and

@@ -1,5 +1,4 @@
-// Overload is answered, not queued without end: page reads (facts of openapi.yaml) take turns, and
-// @fastify/under-pressure answers 503 while the loop lags or the heap fills, but not to `x-answered-under-pressure`.
+// Overload is answered, not queued: page reads take turns, and under-pressure answers 503 while the loop lags or the heap fills.
 import { getHeapStatistics } from 'node:v8';
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -50,21 +49,9 @@ function turns(atOnce: number, queueLimit: number): Take {
 }
 
 // under-pressure reads `pressureHandler` from the route config; its types do not declare it there.
-export interface ShedRouteOptions {
+interface ShedRouteOptions {
   handler: RouteOptions['handler'];
   config?: { pressureHandler: () => undefined };
-}
-
-/** What shedding adds to an operation's route: its turn when it reads pages, its exemption when answered under pressure. */
-export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
-  const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
-  return ({ pageRead, answeredUnderPressure }, handler) => {
-    const inTurn: RouteOptions['handler'] =
-      take === undefined || !pageRead
-        ? handler
-        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
-    return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
-  };
 }
 
 // under-pressure's documented per-route handler: one that sends nothing lets the request through.
@@ -73,7 +60,20 @@ const admit = (): undefined => undefined;
 /** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
 const BOOT_SAMPLES_MS = 2000;
 
-export async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
+/** Registers under-pressure; returns what shedding adds to a route: its turn when it reads pages, its exemption under pressure. */
+export async function registerShedding(app: FastifyInstance, limits: SheddingLimits) {
+  await registerPressureChecks(app, limits);
+  const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
+  return ({ pageRead, answeredUnderPressure }: OperationFacts, handler: RouteOptions['handler']): ShedRouteOptions => {
+    const inTurn: RouteOptions['handler'] =
+      take === undefined || !pageRead
+        ? handler
+        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
+    return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
+  };
+}
+
+async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
   if (limits.MAX_EVENT_LOOP_DELAY === 0 && limits.MAX_HEAP_USED_PERCENT === 0) return;
   let bootSampled = Infinity;
   app.addHook('onReady', async () => {

@@ -7,13 +7,13 @@ import type { Config } from '../config.ts';
 import { registerCompression } from './compression.ts';
 import { answerTransportEdges } from './edges.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
-import { registerPressureChecks, sheddingFor } from './load-shedding.ts';
+import { registerShedding } from './load-shedding.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     lifecycle: Lifecycle;
     /** An operation's handler and route config with its load shedding: its turn, or its exemption. */
-    shedding: ReturnType<typeof sheddingFor>;
+    shedding: Awaited<ReturnType<typeof registerShedding>>;
   }
 }
 
@@ -27,16 +27,13 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
   answerTransportEdges(app);
   await registerCompression(app, limits.COMPRESSION_CONCURRENCY);
   limitConnections(app.server, limits.MAX_CONNECTIONS);
-  app.decorate('shedding', sheddingFor(limits));
-  await registerPressureChecks(app, limits);
+  app.decorate('shedding', await registerShedding(app, limits));
 }
 
-// After observability and security, whose request hooks run first: the 503 while stopping carries
-// its request id and, for a browser app, its CORS headers.
+// After observability and security, whose hooks run first: the 503 while stopping carries its request id and CORS headers.
 export default fp(transport, { name: 'transport', fastify: '5.x', dependencies: ['observability', 'security'] });
 
-// At most `limit` open connections: past it the one idle the longest is closed (never one with a request in flight),
-// so idle connections cannot exhaust the file descriptors and keep health probes out.
+// At most `limit` open connections: past it the one idle the longest is closed, so idle ones cannot keep health probes out.
 function limitConnections(server: Server, limit: number): void {
   const open = new Set<Socket>();
   // Idle connections in the order they became idle: the first is the one idle the longest.
