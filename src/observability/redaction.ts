@@ -66,13 +66,11 @@ function replaced(text: string, spans: Span[]): string {
   return result + text.slice(done);
 }
 
+// The path, then the query after the first `?`, each split into parameters at `&` and `;`.
 function withoutAccessTokenValues(text: string): string {
   const start = text.indexOf('?');
-  return start === -1 ? redactParameters(text) : `${redactParameters(text.slice(0, start))}?${redactParameters(text.slice(start + 1))}`;
-}
-
-function redactParameters(text: string): string {
-  return text.split(SEPARATOR).map(redactParameter).join('');
+  const parts = start === -1 ? [text] : [text.slice(0, start), text.slice(start + 1)];
+  return parts.map((part) => part.split(SEPARATOR).map(redactParameter).join('')).join('?');
 }
 
 function redactParameter(parameter: string): string {

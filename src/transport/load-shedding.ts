@@ -12,10 +12,8 @@ const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
 
-type Take = <T>(work: () => Promise<T>) => Promise<T | undefined>;
-
 /** Page reads in order, at most `atOnce` at a time and one started per event-loop turn, so other sockets are read between two. */
-function turns(atOnce: number, queueLimit: number): Take {
+function turns(atOnce: number, queueLimit: number) {
   const waiting: (() => void)[] = [];
   let running = 0;
   let startScheduled = false;
@@ -34,7 +32,7 @@ function turns(atOnce: number, queueLimit: number): Take {
     scheduleStart();
   };
   // The work's result, or undefined without running it when the queue is full.
-  return async (work) => {
+  return async <T>(work: () => Promise<T>): Promise<T | undefined> => {
     if (waiting.length >= queueLimit) return undefined;
     const turn = new Promise<void>((resolve) => waiting.push(resolve));
     scheduleStart();
@@ -48,13 +46,7 @@ function turns(atOnce: number, queueLimit: number): Take {
   };
 }
 
-// under-pressure reads `pressureHandler` from the route config; its types do not declare it there.
-interface ShedRouteOptions {
-  handler: RouteOptions['handler'];
-  config?: { pressureHandler: () => undefined };
-}
-
-// under-pressure's documented per-route handler: one that sends nothing lets the request through.
+// under-pressure's documented per-route handler, read from the route config: one that sends nothing lets the request through.
 const admit = (): undefined => undefined;
 
 /** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
@@ -64,7 +56,7 @@ const BOOT_SAMPLES_MS = 2000;
 export async function registerShedding(app: FastifyInstance, limits: SheddingLimits) {
   await registerPressureChecks(app, limits);
   const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
-  return ({ pageRead, answeredUnderPressure }: OperationFacts, handler: RouteOptions['handler']): ShedRouteOptions => {
+  return ({ pageRead, answeredUnderPressure }: OperationFacts, handler: RouteOptions['handler']) => {
     const inTurn: RouteOptions['handler'] =
       take === undefined || !pageRead
         ? handler
