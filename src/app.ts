@@ -9,16 +9,16 @@ import routes, { securityHooks } from './contract/routes.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
 import docs from './docs/plugin.ts';
-import { loggerOptions } from './observability/logging.ts';
+import { loggerOptions, requestIds, returnRequestId } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
 import { createRedaction, type Redact } from './observability/redaction.ts';
-import { requestIds, returnRequestId } from './observability/request-id.ts';
 import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification } from './spec-path.ts';
 import { withOutboxTrace } from './store/plants.ts';
 import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
+import { compressionOf } from './transport/compression.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
 import transport from './transport/plugin.ts';
@@ -90,7 +90,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     routeOptionsFor: (facts, handler) => ({
       ...app.shedding(facts, handler),
       onRequest: securityHooks(facts, { bearerAuth: app.bearerAuth.hookFor }),
-      compress: app.compressionFor(facts),
+      compress: compressionOf(facts),
     }),
   });
   return app;

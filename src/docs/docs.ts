@@ -2,7 +2,7 @@
 import { exactJson } from '../int64.ts';
 import { readSpecification, readSpecificationText } from '../spec-path.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
-import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression-stored.ts';
+import { sendStored, storeAnswer, type StoredAnswer } from '../transport/compression.ts';
 
 export function createDocsHandlers(): Pick<ServiceHandlers, 'getOpenApiJson' | 'getOpenApiYaml'> {
   let json: Promise<StoredAnswer> | undefined;

@@ -2,9 +2,9 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { tracingOf } from '../config.ts';
+import { returnRequestId } from './logging.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import type { Redact } from './redaction.ts';
-import { returnRequestIds } from './request-id.ts';
 import type { TraceAttempt, WithOutboxTrace } from './tracing.ts';
 
 export interface ObservabilityOptions {
@@ -16,22 +16,23 @@ export interface ObservabilityOptions {
   redact: Redact;
 }
 
-export interface Observability {
-  metrics: Metrics;
-  /** The store with every call timed, and traced when tracing is on. */
-  instrument<T extends object>(store: T): T;
-  /** Tracing's span around each webhook delivery attempt; absent when tracing is off. */
-  traceAttempt?: TraceAttempt;
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
-    observability: Observability;
+    observability: {
+      metrics: Metrics;
+      /** The store with every call timed, and traced when tracing is on. */
+      instrument<T extends object>(store: T): T;
+      /** Tracing's span around each webhook delivery attempt; absent when tracing is off. */
+      traceAttempt?: TraceAttempt;
+    };
   }
 }
 
 async function observability(app: FastifyInstance, options: ObservabilityOptions): Promise<void> {
-  returnRequestIds(app);
+  app.addHook('onRequest', (request, reply, done) => {
+    returnRequestId(request, reply);
+    done();
+  });
   const metrics = createMetrics(app, options.pendingDeliveries);
   // Not even loaded when tracing is off.
   const tracing = options.tracing && (await (await import('./tracing.ts')).startTracing(app, options.tracing, options.withOutboxTrace, options.redact));
@@ -39,7 +40,7 @@ async function observability(app: FastifyInstance, options: ObservabilityOptions
     metrics,
     instrument: (store) => metrics.instrument(tracing ? tracing.instrument(store) : store),
     ...(tracing && { traceAttempt: tracing.traceAttempt }),
-  } satisfies Observability);
+  });
 }
 
 export default fp(observability, { name: 'observability', fastify: '5.x' });

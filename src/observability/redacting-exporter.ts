@@ -1,37 +1,18 @@
-// Spans leave only through this exporter, which redacts every text a span carries by the logs' rule: wrapping the
-// exporter, a public SDK interface, covers whatever any instrumentation records.
+// Spans leave only through this exporter, which redacts each text a span carries by the logs' rule, whoever recorded it.
 import type { Attributes, Link } from '@opentelemetry/api';
-import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace';
 import type { Redact } from './redaction.ts';
 
-export class RedactingExporter implements SpanExporter {
-  readonly #exporter: SpanExporter;
-  readonly #redact: Redact;
-
-  constructor(exporter: SpanExporter, redact: Redact) {
-    this.#exporter = exporter;
-    this.#redact = redact;
-  }
-
-  export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    this.#exporter.export(
-      spans.map((span) => redactSpan(span, this.#redact)),
-      resultCallback,
-    );
-  }
-
-  shutdown(): Promise<void> {
-    return this.#exporter.shutdown();
-  }
-
-  forceFlush(): Promise<void> {
-    return this.#exporter.forceFlush?.() ?? Promise.resolve();
-  }
+export function redactingExporter(exporter: SpanExporter, redact: Redact): SpanExporter {
+  return {
+    export: (spans, resultCallback) => exporter.export(spans.map((span) => redactSpan(span, redact)), resultCallback),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
 }
 
 /** A copy of the span, field by field as ReadableSpan declares them, with its texts redacted. */
-export function redactSpan(span: ReadableSpan, redact: Redact): ReadableSpan {
+function redactSpan(span: ReadableSpan, redact: Redact): ReadableSpan {
   const { message } = span.status;
   return {
     name: redact(span.name),

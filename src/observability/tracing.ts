@@ -1,5 +1,4 @@
-// OpenTelemetry traces (loaded only when OTEL_* sets an endpoint): a span per request, store call and webhook attempt,
-// the trace in the request's log lines, every span exported through RedactingExporter.
+// OpenTelemetry traces, loaded only when OTEL_* sets an endpoint: a span per request, store call and webhook attempt.
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { context, diag, DiagLogLevel, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type DiagLogger, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -10,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { tracingOf } from '../config.ts';
 import { wrapMethods } from './metrics.ts';
-import { RedactingExporter } from './redacting-exporter.ts';
+import { redactingExporter } from './redacting-exporter.ts';
 import type { Redact } from './redaction.ts';
 
 /** What one webhook delivery attempt came to: the receiver's status, or why there was none. */
@@ -42,7 +41,7 @@ export async function startTracing(app: FastifyInstance, { dbSystem }: NonNullab
   const sdk = new NodeSDK({
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK's detectors, win over this name.
     resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: TRACER })),
-    traceExporter: new RedactingExporter(new OTLPTraceExporter(), redact),
+    traceExporter: redactingExporter(new OTLPTraceExporter(), redact),
     instrumentations: [instrumentation],
     // Metrics are served at /metrics and logs written to stdout: neither is sent to the collector.
     metricReaders: [],
@@ -121,7 +120,6 @@ function recordAttempt(span: Span, result: AttemptResult): AttemptResult {
   return result;
 }
 
-/** Ends the span when the promise settles, marking it failed if it rejects. */
 function ended<T>(span: Span, promise: Promise<T>): Promise<T> {
   const failed = (error: unknown) => {
     span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });

@@ -4,10 +4,12 @@ import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const TOKEN_PREFIX = 'pst_';
+/** A character of what follows the prefix, as a pattern: the log redaction finds issued tokens by it. */
+export const TOKEN_CHARACTER = '[0-9A-Za-z]';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 43;
 const CHECKSUM_LENGTH = 6;
-const ISSUED_TOKEN = new RegExp(`^${TOKEN_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH + CHECKSUM_LENGTH}}$`);
+const ISSUED_TOKEN = new RegExp(`^${TOKEN_PREFIX}${TOKEN_CHARACTER}{${SECRET_LENGTH + CHECKSUM_LENGTH}}$`);
 
 export function generateToken(): string {
   const secret = base62(BigInt(`0x${randomBytes(32).toString('hex')}`), SECRET_LENGTH);

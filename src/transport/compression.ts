@@ -1,22 +1,24 @@
-// Response compression (gzip, brotli) for the operations whose answers openapi.yaml says may be compressed; the
-// others are built with `compress: false`, so they carry no compression hook and their strong ETags name the bytes sent.
-import { constants, type BrotliOptions, type ZlibOptions } from 'node:zlib';
+// gzip and brotli for the operations openapi.yaml says may be compressed (the others are built with `compress: false`,
+// so their strong ETags name the bytes sent); answers that never change (the documents) are compressed once, off the loop.
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { brotliCompress, constants, gzip, type BrotliOptions, type ZlibOptions } from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
-import type { FastifyInstance, onSendHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import { ifNoneMatchHits } from '../contract/conditional.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
-import { addVary } from './vary.ts';
 
 /** Answers above this are compressed by a stream each; smaller ones in one synchronous call. */
 export const STREAM_THRESHOLD_BYTES = 64 * 1024;
 
-export type Encoding = 'br' | 'gzip';
+type Encoding = 'br' | 'gzip';
 /** The content codings answers are sent in, brotli first: preferred on a tie. */
 const ENCODINGS: Encoding[] = ['br', 'gzip'];
 
 // Brotli quality 4 and gzip level 6: the higher settings cost many times the CPU for no smaller page.
-export const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
-export const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
+const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
+const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
 
 const ROUTE_COMPRESSION = {
   encodings: [...ENCODINGS],
@@ -28,7 +30,7 @@ const ROUTE_COMPRESSION = {
 } satisfies FastifyCompressOptions;
 
 /** Read as @fastify/compress reads it (`*` and x-gzip as gzip); undefined: plain, even for `identity;q=0`, not a 406. */
-export function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
+function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
   if (acceptEncoding === undefined) return undefined;
   return negotiate(acceptEncoding.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), ENCODINGS) ?? undefined;
 }
@@ -52,9 +54,8 @@ export async function registerCompression(app: FastifyInstance, limit: number): 
   });
 }
 
-// Each answer over STREAM_THRESHOLD_BYTES holds its own zlib or brotli stream until read (brotli's window alone is
-// 4 MB), so past `limit` at once it is sent plain. The coding is decided here, once, and handed to @fastify/compress
-// through the request headers it documents (`x-no-compression`, or an Accept-Encoding of that coding alone).
+// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent plain.
+// The coding is decided here, once, and handed to @fastify/compress by the request headers it documents.
 function gate(limit: number): [onSendHookHandler, onSendHookHandler] {
   let active = 0;
   return [
@@ -96,3 +97,40 @@ const chunkedLikeGet: onSendHookHandler = (request, reply, payload, done) => {
   if (request.method === 'HEAD' && isStream(payload) && !reply.hasHeader('content-length')) reply.header('transfer-encoding', 'chunked');
   done(null, payload);
 };
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+export type StoredAnswer = Awaited<ReturnType<typeof storeAnswer>>;
+
+export async function storeAnswer(type: string, body: string) {
+  const plain = Buffer.from(body);
+  const [br, gzipped] = await Promise.all([brotliAsync(plain, BROTLI_OPTIONS), gzipAsync(plain, ZLIB_OPTIONS)]);
+  return { type, identity: representation(plain), codings: { br: representation(br), gzip: representation(gzipped) } };
+}
+
+// Strong: the ETag names these bytes, so each coding has its own (RFC 9110 §8.8.3).
+function representation(bytes: Buffer): { bytes: Buffer; etag: string } {
+  return { bytes, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"` };
+}
+
+/** The representation the request's Accept-Encoding picks, or 304 when If-None-Match names it. */
+export function sendStored(request: FastifyRequest, reply: FastifyReply, answer: StoredAnswer): FastifyReply {
+  const encoding = negotiatedEncoding(request.headers['accept-encoding']);
+  const chosen = encoding === undefined ? answer.identity : answer.codings[encoding];
+  // Read first: a malformed If-None-Match is a 400, which carries neither header.
+  const fresh = ifNoneMatchHits(request.headers['if-none-match'], chosen.etag);
+  addVary(reply, 'accept-encoding');
+  reply.header('etag', chosen.etag);
+  if (fresh) return reply.code(304).send();
+  if (encoding !== undefined) reply.header('content-encoding', encoding);
+  return reply.type(answer.type).send(chosen.bytes);
+}
+
+// Vary is shared (CORS puts Origin in it): setting it would drop the other's field.
+function addVary(reply: FastifyReply, field: string): void {
+  const current = reply.getHeader('vary');
+  const fields = current === undefined ? [] : String(current).split(',').map((name) => name.trim()).filter(Boolean);
+  if (fields.some((name) => name.toLowerCase() === field.toLowerCase())) return;
+  reply.header('vary', [...fields, field].join(', '));
+}

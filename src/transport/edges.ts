@@ -34,7 +34,9 @@ export function answerTransportEdges(app: FastifyInstance): void {
 
 /** The refusal owed to a request before anything reads it, or null. */
 function edgeFailure(request: IncomingMessage): HttpError | null {
-  if (lacksRequiredHost(request)) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
+  // RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).
+  const lacksHost = request.httpVersion === '1.1' && request.headers.host === undefined;
+  if (lacksHost) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
   if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', CLOSE);
   const expect = request.headers.expect;
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
@@ -50,11 +52,6 @@ function hostCount(rawHeaders: string[]): number {
   return count;
 }
 
-// RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).
-function lacksRequiredHost(request: IncomingMessage): boolean {
-  return request.httpVersion === '1.1' && request.headers.host === undefined;
-}
-
 /** CONNECT asks for a tunnel; without a listener Node closes the socket without a word. */
 function refuseConnect(_request: IncomingMessage, socket: Duplex): void {
   closeWith(socket, rawErrorAnswer(new HttpError(405, 'This service is not a proxy: CONNECT is not supported.', { allow: 'GET, HEAD, POST, PUT, DELETE' })));
@@ -65,8 +62,7 @@ function closeWith(socket: Duplex, answer: string): void {
   socket.end(answer, () => socket.destroy());
 }
 
-// An error found while parsing a write must not overtake the answers to the requests before it: each connection
-// keeps its last two answers begun and not finished, and the error answer follows one of them.
+// A parse error's answer must not overtake those of the requests before it: it follows one of the last two begun.
 const begun = new WeakMap<Socket, { last: ServerResponse | undefined; previous: ServerResponse | undefined }>();
 // The refusal each failed connection ends with. Node reports a failed parse again with each further chunk.
 const failed = new WeakMap<Socket, HttpError>();

@@ -1,34 +1,33 @@
 // Stopping without losing a request: readiness fails first, then the listener closes (a refused connection is
 // retried elsewhere, even a POST), then answers say Connection: close so balancers drop rather than reuse them.
+// An answer given before its body arrived closes the connection: Node would read and discard the rest, gigabytes after a 401.
+import type { IncomingMessage } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import { setImmediate as nextCheckPhase, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 
 /** How long a keep-alive connection idle when closing starts may still bring a request (docs/operations.md, "Stopping"). */
 export const IDLE_GRACE_MS = 1_000;
+/** The most a connection reads of a body it will not use before carrying the next request. */
+const DRAIN_LIMIT = 64 * 1024;
 
-export interface Lifecycle {
-  /** True from drain() (or closing) on: readiness fails, everything else is served as usual. */
-  readonly draining: boolean;
-  drain: () => void;
-  /** Closes the listener at a quiet moment (quietMoment), keeping open connections; call it before app.close(). */
-  stopAccepting: () => Promise<unknown>;
-  /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
-  onClosing: (stop: () => Promise<void>) => void;
-}
+export type Lifecycle = ReturnType<typeof installLifecycle>;
 
-export function installLifecycle(app: FastifyInstance): Lifecycle {
+export function installLifecycle(app: FastifyInstance) {
   let closing = false;
   let graceOver = false;
   const stops: (() => Promise<void>)[] = [];
   let stopping: Promise<unknown> = Promise.resolve();
   let listenerClosed: Promise<{ drained: Promise<void> }> | undefined;
   const lifecycle = {
+    /** True from drain() (or closing) on: readiness fails, everything else is served as usual. */
     draining: false,
     drain: () => {
       lifecycle.draining = true;
     },
+    /** Closes the listener at a quiet moment, keeping open connections; call it before app.close(). */
     stopAccepting: () => (listenerClosed ??= app.server.listening ? stopListening(app.server) : Promise.resolve({ drained: Promise.resolve() })),
+    /** Runs `stop` as soon as closing starts, while connections drain; close() resolves only after it. */
     onClosing: (stop: () => Promise<void>) => {
       stops.push(stop);
     },
@@ -40,15 +39,18 @@ export function installLifecycle(app: FastifyInstance): Lifecycle {
     const { drained } = await lifecycle.stopAccepting();
     closing = true;
     // Idle connections are not closed at once, as Node's close() would: a balancer may have just written a request on one.
-    await drainedOrGraceOver(drained, IDLE_GRACE_MS);
+    // Unreferenced: once drained, the grace timer must not hold the process open.
+    await Promise.race([drained, sleep(IDLE_GRACE_MS, undefined, { ref: false })]);
+    // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
+    await nextCheckPhase();
     graceOver = true;
   });
   app.addHook('onClose', async () => {
     await stopping;
   });
   // Callback-style hooks: they are on every request's path, and an async hook costs a promise each time.
-  app.addHook('onSend', (_request, reply, _payload, done) => {
-    if (closing) reply.header('connection', 'close');
+  app.addHook('onSend', (request, reply, _payload, done) => {
+    if (closing || bodyStillArriving(request.raw)) reply.header('connection', 'close');
     done();
   });
   // An answer that said keep-alive just before closing began: past the grace only KEEP_ALIVE_TIMEOUT would close it.
@@ -57,6 +59,13 @@ export function installLifecycle(app: FastifyInstance): Lifecycle {
     done();
   });
   return lifecycle;
+}
+
+// A small declared body is discarded, as accepting it would cost as much; a chunked one has no length to bound that by.
+function bodyStillArriving(request: IncomingMessage): boolean {
+  if (request.complete) return false;
+  if (request.headers['transfer-encoding'] !== undefined) return true;
+  return !(Number(request.headers['content-length'] ?? 0) <= DRAIN_LIMIT);
 }
 
 /** A moment with no new connection for this long is a quiet one: a balancer with a warm pool is not opening any. */
@@ -69,13 +78,6 @@ async function stopListening(server: NetServer): Promise<{ drained: Promise<void
   await quietMoment(server);
   // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
-}
-
-async function drainedOrGraceOver(drained: Promise<void>, graceMs: number): Promise<void> {
-  // Unreferenced: once drained, the grace timer must not hold the process open.
-  await Promise.race([drained, sleep(graceMs, undefined, { ref: false })]);
-  // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
-  await nextCheckPhase();
 }
 
 // Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and

@@ -1,5 +1,4 @@
-// Overload is answered, not queued without end: page reads (facts of openapi.yaml) take turns, and
-// @fastify/under-pressure answers 503 while the loop lags or the heap fills, but not to `x-answered-under-pressure`.
+// Overload is answered, not queued: page reads take turns, and under-pressure answers 503 while the loop lags or the heap fills.
 import { getHeapStatistics } from 'node:v8';
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -13,10 +12,8 @@ const RETRY_AFTER = { 'retry-after': '1' };
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
 
-type Take = <T>(work: () => Promise<T>) => Promise<T | undefined>;
-
 /** Page reads in order, at most `atOnce` at a time and one started per event-loop turn, so other sockets are read between two. */
-function turns(atOnce: number, queueLimit: number): Take {
+function turns(atOnce: number, queueLimit: number) {
   const waiting: (() => void)[] = [];
   let running = 0;
   let startScheduled = false;
@@ -35,7 +32,7 @@ function turns(atOnce: number, queueLimit: number): Take {
     scheduleStart();
   };
   // The work's result, or undefined without running it when the queue is full.
-  return async (work) => {
+  return async <T>(work: () => Promise<T>): Promise<T | undefined> => {
     if (waiting.length >= queueLimit) return undefined;
     const turn = new Promise<void>((resolve) => waiting.push(resolve));
     scheduleStart();
@@ -49,16 +46,17 @@ function turns(atOnce: number, queueLimit: number): Take {
   };
 }
 
-// under-pressure reads `pressureHandler` from the route config; its types do not declare it there.
-export interface ShedRouteOptions {
-  handler: RouteOptions['handler'];
-  config?: { pressureHandler: () => undefined };
-}
+// under-pressure's documented per-route handler, read from the route config: one that sends nothing lets the request through.
+const admit = (): undefined => undefined;
 
-/** What shedding adds to an operation's route: its turn when it reads pages, its exemption when answered under pressure. */
-export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions {
+/** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
+const BOOT_SAMPLES_MS = 2000;
+
+/** Registers under-pressure; returns what shedding adds to a route: its turn when it reads pages, its exemption under pressure. */
+export async function registerShedding(app: FastifyInstance, limits: SheddingLimits) {
+  await registerPressureChecks(app, limits);
   const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
-  return ({ pageRead, answeredUnderPressure }, handler) => {
+  return ({ pageRead, answeredUnderPressure }: OperationFacts, handler: RouteOptions['handler']) => {
     const inTurn: RouteOptions['handler'] =
       take === undefined || !pageRead
         ? handler
@@ -67,13 +65,7 @@ export function sheddingFor(limits: SheddingLimits): (facts: OperationFacts, han
   };
 }
 
-// under-pressure's documented per-route handler: one that sends nothing lets the request through.
-const admit = (): undefined => undefined;
-
-/** under-pressure samples once a second; the first samples after the start cover the boot's own work. */
-const BOOT_SAMPLES_MS = 2000;
-
-export async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
+async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimits): Promise<void> {
   if (limits.MAX_EVENT_LOOP_DELAY === 0 && limits.MAX_HEAP_USED_PERCENT === 0) return;
   let bootSampled = Infinity;
   app.addHook('onReady', async () => {

@@ -1,22 +1,19 @@
 // How connections are treated: the drain when stopping, unread bodies, answers below routing, compression, shedding.
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.ts';
-import type { OperationFacts } from '../contract/operation-facts.ts';
-import { compressionOf, registerCompression } from './compression.ts';
+import { registerCompression } from './compression.ts';
 import { answerTransportEdges } from './edges.ts';
-import { limitConnections } from './connections.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
-import { registerPressureChecks, sheddingFor, type ShedRouteOptions } from './load-shedding.ts';
-import { closeOnUnreadBodies } from './unread-body.ts';
+import { registerShedding } from './load-shedding.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     lifecycle: Lifecycle;
     /** An operation's handler and route config with its load shedding: its turn, or its exemption. */
-    shedding: (facts: OperationFacts, handler: RouteOptions['handler']) => ShedRouteOptions;
-    /** An operation's `compress` route option: compression options, or false. */
-    compressionFor: typeof compressionOf;
+    shedding: Awaited<ReturnType<typeof registerShedding>>;
   }
 }
 
@@ -27,15 +24,41 @@ export interface TransportOptions {
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
   app.decorate('lifecycle', installLifecycle(app));
-  closeOnUnreadBodies(app);
   answerTransportEdges(app);
   await registerCompression(app, limits.COMPRESSION_CONCURRENCY);
-  app.decorate('compressionFor', compressionOf);
   limitConnections(app.server, limits.MAX_CONNECTIONS);
-  app.decorate('shedding', sheddingFor(limits));
-  await registerPressureChecks(app, limits);
+  app.decorate('shedding', await registerShedding(app, limits));
 }
 
-// After observability and security, whose request hooks run first: the 503 while stopping carries
-// its request id and, for a browser app, its CORS headers.
+// After observability and security, whose hooks run first: the 503 while stopping carries its request id and CORS headers.
 export default fp(transport, { name: 'transport', fastify: '5.x', dependencies: ['observability', 'security'] });
+
+// At most `limit` open connections: past it the one idle the longest is closed, so idle ones cannot keep health probes out.
+function limitConnections(server: Server, limit: number): void {
+  const open = new Set<Socket>();
+  // Idle connections in the order they became idle: the first is the one idle the longest.
+  const idle = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    idle.add(socket); // no request yet
+    socket.once('close', () => {
+      open.delete(socket);
+      idle.delete(socket);
+    });
+    while (open.size > limit) {
+      const oldest = idle.values().next().value;
+      if (oldest === undefined || oldest === socket) break; // all busy: the new one still gets its turn
+      idle.delete(oldest);
+      open.delete(oldest);
+      oldest.destroy();
+    }
+  });
+  server.on('request', (request, response) => {
+    const socket = request.socket;
+    idle.delete(socket);
+    // Idle again once its answer is sent, unless it is closing; at the end of the idle order.
+    response.once('finish', () => {
+      if (!socket.destroyed && open.has(socket)) idle.add(socket);
+    });
+  });
+}

@@ -2,7 +2,7 @@
 // service does not load today would record too: url.query, http.target, cookies, arrays, maps, events, links.
 import t from 'tap';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { RedactingExporter } from '../../src/observability/redacting-exporter.ts';
+import { redactingExporter } from '../../src/observability/redacting-exporter.ts';
 import { createRedaction } from '../../src/observability/redaction.ts';
 
 const ISSUED = 'pst_0123456789abcdefghijABCDEFGHIJ0123456789abcdefghij';
@@ -11,7 +11,7 @@ const STATIC = 'a-static-token-from-API_TOKENS';
 
 t.test('every text of a span is redacted on its way to the exporter', async (t) => {
   const memory = new InMemorySpanExporter();
-  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new RedactingExporter(memory, createRedaction([])) })] });
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: redactingExporter(memory, createRedaction([])) })] });
   const tracer = provider.getTracer('test');
   const linked = tracer.startSpan('linked');
   linked.end();
