@@ -19,18 +19,17 @@ export interface DispatcherOptions {
   /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
   deliveredRetentionMs: number;
   /** Told each attempt's result, for metrics. */
-  onAttempt?: (result: AttemptOutcome['result']) => void;
+  onAttempt: (result: AttemptOutcome['result']) => void;
   /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
   traceAttempt?: TraceAttempt;
-  pollMs?: number;
-  /** Shared slots: deliveries in flight at once on this instance, besides each subscription's own slot. */
-  sharedSlots?: number;
-  /** Deliveries of one subscription leased at once, on every instance together (one receiver's share). */
-  perSubscription?: number;
-  now?: () => number;
-  random?: () => number;
+  now: () => number;
 }
 
+const POLL_MS = 500;
+// Deliveries in flight at once on this instance, besides each subscription's own slot.
+const SHARED_SLOTS = 32;
+// Deliveries of one subscription leased at once, on every instance together (one receiver's share).
+const PER_SUBSCRIPTION = 4;
 const FAILED_RETENTION_MS = 7 * 86_400_000;
 // A lease outlives the attempt it covers by this much; after a crash, the delivery is sent again once it is over.
 const LEASE_MARGIN_MS = 5_000;
@@ -40,7 +39,7 @@ const UNANSWERED_SHARE = 1;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
 export class WebhookDispatcher {
-  readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
+  readonly #options: DispatcherOptions & { traceAttempt: TraceAttempt };
   /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
   #agent: Promise<Agent> | undefined;
   #running: Promise<void> | undefined;
@@ -56,7 +55,7 @@ export class WebhookDispatcher {
   #nextRetryAt = Number.POSITIVE_INFINITY;
 
   constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, sharedSlots: 32, perSubscription: 4, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
+    this.#options = { traceAttempt: untraced, ...options };
   }
 
   start(): void {
@@ -85,7 +84,7 @@ export class WebhookDispatcher {
         this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
       }
       // Nothing to take, or no free shared slot: wait for a poll, a local write or a finished attempt.
-      if (claimed === 0 || this.#sharedInUse() >= this.#options.sharedSlots) await this.#idle();
+      if (claimed === 0 || this.#sharedInUse() >= SHARED_SLOTS) await this.#idle();
     }
     await Promise.all(this.#inFlight);
   }
@@ -95,9 +94,9 @@ export class WebhookDispatcher {
    * (even when every shared slot is held), and starts sending each without waiting for any.
    */
   async #claim(): Promise<number> {
-    const { store, timeoutMs, sharedSlots, perSubscription, now } = this.#options;
-    const free = Math.max(0, sharedSlots - this.#sharedInUse());
-    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, perSubscription, UNANSWERED_SHARE);
+    const { store, timeoutMs, now } = this.#options;
+    const free = Math.max(0, SHARED_SLOTS - this.#sharedInUse());
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, PER_SUBSCRIPTION, UNANSWERED_SHARE);
     for (const delivery of due) {
       const attempt = this.#deliver(delivery).catch((error: unknown) => {
         // The lease runs out and the delivery is sent again, under the same webhook-id.
@@ -169,7 +168,7 @@ export class WebhookDispatcher {
   }
 
   #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
-    const { retryScheduleMs, now, random, log } = this.#options;
+    const { retryScheduleMs, now, log } = this.#options;
     const at = new Date(now()).toISOString();
     const { status, error } = attempt;
     const base = { id: delivery.id, at, ...(status !== undefined && { responseStatus: status }) };
@@ -188,7 +187,7 @@ export class WebhookDispatcher {
       return { ...base, result: 'failed', error: reason };
     }
     log.debug(details, 'webhook delivery attempt failed; will retry');
-    const jittered = Math.round(delay * (1 - JITTER / 2 + JITTER * random()));
+    const jittered = Math.round(delay * (1 - JITTER / 2 + JITTER * Math.random()));
     return { ...base, result: 'retry', error: reason, nextAttemptAt: new Date(now() + jittered).toISOString() };
   }
 
@@ -206,7 +205,7 @@ export class WebhookDispatcher {
       this.#nextRetryAt = Number.POSITIVE_INFINITY;
       const woken = new AbortController();
       this.#wakeUp = () => woken.abort();
-      await sleep(Math.min(this.#options.pollMs, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
+      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
       this.#wakeUp = undefined;
     }
     this.#woken = false;
