@@ -4,11 +4,10 @@ import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
 import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
-import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type Subscription, type WebhookRepository } from '../store/types.ts';
+import { SubscriptionLimitError, WEBHOOK_EVENTS, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 
 type WebhookBody = components['schemas']['Webhook'];
-type DeliveryBody = components['schemas']['WebhookDelivery'];
 
 type WebhookHandlers = Pick<
   ServiceHandlers,
@@ -70,7 +69,7 @@ export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandl
     async listWebhookDeliveries(request) {
       const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_PAGE_SIZE);
       if (!deliveries) throw notFound(request.params.webhookId);
-      return deliveries.map(toDeliveryBody);
+      return deliveries.map(({ messageId, ...rest }) => ({ id: messageId, ...rest }));
     },
   };
 }
@@ -88,18 +87,9 @@ function toWebhook(subscription: Subscription): WebhookBody {
     createdAt: subscription.createdAt,
     enabled: subscription.disabledAt === undefined,
     ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
-    ...(overlapping(subscription.previousSecretExpiresAt) && { previousSecretExpiresAt: subscription.previousSecretExpiresAt }),
+    // An ended rotation overlap is not shown.
+    ...(Date.parse(subscription.previousSecretExpiresAt ?? '') > Date.now() && { previousSecretExpiresAt: subscription.previousSecretExpiresAt }),
   };
-}
-
-/** Whether a rotation's overlap is still under way (an ended one is not shown). */
-function overlapping(until: string | undefined): until is string {
-  return until !== undefined && Date.parse(until) > Date.now();
-}
-
-function toDeliveryBody(delivery: Delivery): DeliveryBody {
-  const { messageId, ...rest } = delivery;
-  return { id: messageId, ...rest };
 }
 
 function notFound(id: bigint): HttpError {
