@@ -17,14 +17,8 @@ type WebhookHandlers = Pick<
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
-export interface WebhookHandlerOptions {
-  store: WebhookRepository;
-  allowPrivateNetworks: boolean;
-  subscriptionsMax: number;
-}
-
-export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandlers {
-  const { store, subscriptionsMax } = deps;
+export function createWebhookHandlers(options: { store: WebhookRepository; allowPrivateNetworks: boolean; subscriptionsMax: number }): WebhookHandlers {
+  const { store, allowPrivateNetworks, subscriptionsMax } = options;
   const subscriptionPage = keysetPages<Subscription>('/webhooks', (subscription) => subscription.id);
   const full = new HttpError(
     409,
@@ -34,7 +28,7 @@ export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandl
   return {
     async createWebhook(request, reply) {
       const { url, events = [...WEBHOOK_EVENTS] } = request.body;
-      const problem = await targetProblem(url, deps.allowPrivateNetworks);
+      const problem = await targetProblem(url, allowPrivateNetworks);
       if (problem) throw new HttpError(400, `The request body field "url" ${problem}.`);
       const secret = generateSecret();
       const subscription = await store.createSubscription({ url, events, secret }, subscriptionsMax).catch((error: unknown) => {
