@@ -38,23 +38,15 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
 
 /** Why the URL may not be a target, or undefined when it may. */
 export async function targetProblem(url: string, allowPrivateNetworks: boolean): Promise<string | undefined> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'is not an absolute URL';
-  }
+  const parsed = URL.parse(url);
+  if (parsed === null) return 'is not an absolute URL';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must use http or https';
   if (parsed.username || parsed.password) return 'must not carry credentials';
   if (allowPrivateNetworks) return undefined;
-  let addresses: string[];
-  try {
-    addresses = (await lookup(hostOf(parsed), { all: true })).map((entry) => entry.address);
-  } catch {
-    return `has a host name that does not resolve (${parsed.hostname})`;
-  }
+  const addresses = await lookup(hostOf(parsed), { all: true }).catch(() => undefined);
+  if (addresses === undefined) return `has a host name that does not resolve (${parsed.hostname})`;
   // Which address, it does not say: the answer would turn the check into a lookup service for internal names.
-  return addresses.every(isPublicAddress) ? undefined : `resolves to ${NOT_PUBLIC}`;
+  return addresses.every((entry) => isPublicAddress(entry.address)) ? undefined : `resolves to ${NOT_PUBLIC}`;
 }
 
 /** An undici dispatcher whose every connection re-checks the addresses it is about to use. */
