@@ -156,9 +156,8 @@ export class WebhookDispatcher {
         body: delivery.payload,
       });
       await response.body.dump();
-      const location = response.headers.location;
       if (response.statusCode >= 300 && response.statusCode < 400) {
-        return { status: response.statusCode, error: `redirects are not followed (to ${String(location ?? 'nowhere')})` };
+        return { status: response.statusCode, error: `redirects are not followed (to ${String(response.headers.location ?? 'nowhere')})` };
       }
       return { status: response.statusCode };
     } catch (error) {
