@@ -7,8 +7,6 @@ import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
 import { SubscriptionLimitError, WEBHOOK_EVENTS, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 
-type WebhookBody = components['schemas']['Webhook'];
-
 type WebhookHandlers = Pick<
   ServiceHandlers,
   'createWebhook' | 'listWebhooks' | 'deleteWebhook' | 'rotateWebhookSecret' | 'enableWebhook' | 'listWebhookDeliveries'
@@ -73,7 +71,7 @@ function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-function toWebhook(subscription: Subscription): WebhookBody {
+function toWebhook(subscription: Subscription): components['schemas']['Webhook'] {
   return {
     id: subscription.id,
     url: subscription.url,
