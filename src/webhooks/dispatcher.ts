@@ -44,10 +44,8 @@ export class WebhookDispatcher {
   #agent: Promise<Agent> | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
-  /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
-  readonly #inFlight = new Set<Promise<void>>();
-  /** Attempts under way by subscription: the first of each is in the subscription's own slot, the others in shared ones. */
-  readonly #bySubscription = new Map<bigint, number>();
+  /** The attempts under way, with their subscription; each frees its slot (and wakes the loop) when recorded. */
+  readonly #inFlight = new Map<Promise<void>, bigint>();
   #wakeUp: (() => void) | undefined;
   #woken = false;
   #lastPrune = 0;
@@ -86,7 +84,7 @@ export class WebhookDispatcher {
       // Nothing to take, or no free shared slot: wait for a poll, a local write or a finished attempt.
       if (claimed === 0 || this.#sharedInUse() >= SHARED_SLOTS) await this.#idle();
     }
-    await Promise.all(this.#inFlight);
+    await Promise.all(this.#inFlight.keys());
   }
 
   /**
@@ -103,24 +101,17 @@ export class WebhookDispatcher {
         this.#options.log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
       }).finally(() => {
         this.#inFlight.delete(attempt);
-        this.#count(delivery.subscriptionId, -1);
         this.wake();
       });
-      this.#inFlight.add(attempt);
-      this.#count(delivery.subscriptionId, 1);
+      this.#inFlight.set(attempt, delivery.subscriptionId);
     }
     await this.#pruneNowAndThen();
     return due.length;
   }
 
+  // The first attempt of each subscription is in the subscription's own slot, the others in shared ones.
   #sharedInUse(): number {
-    return this.#inFlight.size - this.#bySubscription.size;
-  }
-
-  #count(subscriptionId: bigint, change: 1 | -1): void {
-    const count = (this.#bySubscription.get(subscriptionId) ?? 0) + change;
-    if (count === 0) this.#bySubscription.delete(subscriptionId);
-    else this.#bySubscription.set(subscriptionId, count);
+    return this.#inFlight.size - new Set(this.#inFlight.values()).size;
   }
 
   async #deliver(delivery: ClaimedDelivery): Promise<void> {
