@@ -3,7 +3,7 @@
 import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
-export const TOKEN_PREFIX = 'pst_';
+const TOKEN_PREFIX = 'pst_';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 43;
 const CHECKSUM_LENGTH = 6;

@@ -13,7 +13,7 @@ type WebhookHandlers = Pick<
 >;
 
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
-export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 export function createWebhookHandlers(options: { store: WebhookRepository; allowPrivateNetworks: boolean; subscriptionsMax: number }): WebhookHandlers {
   const { store, allowPrivateNetworks, subscriptionsMax } = options;
