@@ -46,8 +46,8 @@ export class WebhookDispatcher {
   #stopped = false;
   /** The attempts under way, with their subscription; each frees its slot (and wakes the loop) when recorded. */
   readonly #inFlight = new Map<Promise<void>, bigint>();
-  #wakeUp: (() => void) | undefined;
-  #woken = false;
+  /** Aborted by wake(): ends the loop's idle wait, or spares it the next one. */
+  #woken = new AbortController();
   #lastPrune = 0;
   /** The earliest retry this instance scheduled, so a delay shorter than the poll is honoured. */
   #nextRetryAt = Number.POSITIVE_INFINITY;
@@ -62,8 +62,7 @@ export class WebhookDispatcher {
 
   /** Looks for due deliveries now rather than at the next poll (after a local write). */
   wake(): void {
-    this.#woken = true;
-    this.#wakeUp?.();
+    this.#woken.abort();
   }
 
   async stop(): Promise<void> {
@@ -190,15 +189,12 @@ export class WebhookDispatcher {
 
   /** Until the next poll or retry is due, or wake(). */
   async #idle(): Promise<void> {
-    if (!this.#stopped && !this.#woken) {
+    if (!this.#woken.signal.aborted) {
       const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
       this.#nextRetryAt = Number.POSITIVE_INFINITY;
-      const woken = new AbortController();
-      this.#wakeUp = () => woken.abort();
-      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
-      this.#wakeUp = undefined;
+      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: this.#woken.signal }).catch(() => undefined);
     }
-    this.#woken = false;
+    this.#woken = new AbortController();
   }
 }
 
