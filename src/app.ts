@@ -23,7 +23,7 @@ import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './s
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
 import transport from './transport/plugin.ts';
-import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { createWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
 export { SPEC_PATH };
@@ -60,7 +60,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   });
   await app.register(transport, { limits: config });
 
-  const dispatcher = new WebhookDispatcher({
+  const dispatcher = createWebhookDispatcher({
     store: webhooks,
     log: app.log,
     retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE,

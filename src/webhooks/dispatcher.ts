@@ -38,98 +38,79 @@ const PRUNE_EVERY_MS = 60_000;
 const UNANSWERED_SHARE = 1;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
-export class WebhookDispatcher {
-  readonly #options: DispatcherOptions & { traceAttempt: TraceAttempt };
+export function createWebhookDispatcher(options: DispatcherOptions) {
+  const { store, log, retryScheduleMs, allowPrivateNetworks, timeoutMs, deliveredRetentionMs, onAttempt, traceAttempt = untraced, now } = options;
   /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
-  #agent: Promise<Agent> | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
+  let agent: Promise<Agent> | undefined;
+  let running: Promise<void> | undefined;
+  const stopping = new AbortController();
   /** The attempts under way, with their subscription; each frees its slot (and wakes the loop) when recorded. */
-  readonly #inFlight = new Map<Promise<void>, bigint>();
+  const inFlight = new Map<Promise<void>, bigint>();
   /** Aborted by wake(): ends the loop's idle wait, or spares it the next one. */
-  #woken = new AbortController();
-  #lastPrune = 0;
+  let woken = new AbortController();
+  let lastPrune = 0;
   /** The earliest retry this instance scheduled, so a delay shorter than the poll is honoured. */
-  #nextRetryAt = Number.POSITIVE_INFINITY;
-
-  constructor(options: DispatcherOptions) {
-    this.#options = { traceAttempt: untraced, ...options };
-  }
-
-  start(): void {
-    this.#running ??= this.#loop();
-  }
+  let nextRetryAt = Number.POSITIVE_INFINITY;
 
   /** Looks for due deliveries now rather than at the next poll (after a local write). */
-  wake(): void {
-    this.#woken.abort();
-  }
+  const wake = (): void => woken.abort();
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.wake();
-    await this.#running;
-    if (this.#agent) await (await this.#agent).close();
-  }
-
-  async #loop(): Promise<void> {
-    while (!this.#stopped) {
+  async function loop(): Promise<void> {
+    while (!stopping.signal.aborted) {
       let claimed = 0;
       try {
-        claimed = await this.#claim();
+        claimed = await claim();
       } catch (error) {
-        this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
+        log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
       }
       // Nothing to take, or no free shared slot: wait for a poll, a local write or a finished attempt.
-      if (claimed === 0 || this.#sharedInUse() >= SHARED_SLOTS) await this.#idle();
+      if (claimed === 0 || sharedInUse() >= SHARED_SLOTS) await idle();
     }
-    await Promise.all(this.#inFlight.keys());
+    await Promise.all(inFlight.keys());
   }
 
   /**
    * Leases what fits in the free shared slots, plus the first due delivery of each subscription holding no lease
    * (even when every shared slot is held), and starts sending each without waiting for any.
    */
-  async #claim(): Promise<number> {
-    const { store, timeoutMs, now } = this.#options;
-    const free = Math.max(0, SHARED_SLOTS - this.#sharedInUse());
+  async function claim(): Promise<number> {
+    const free = Math.max(0, SHARED_SLOTS - sharedInUse());
     const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, PER_SUBSCRIPTION, UNANSWERED_SHARE);
     for (const delivery of due) {
-      const attempt = this.#deliver(delivery).catch((error: unknown) => {
+      const attempt = deliver(delivery).catch((error: unknown) => {
         // The lease runs out and the delivery is sent again, under the same webhook-id.
-        this.#options.log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
+        log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
       }).finally(() => {
-        this.#inFlight.delete(attempt);
-        this.wake();
+        inFlight.delete(attempt);
+        wake();
       });
-      this.#inFlight.set(attempt, delivery.subscriptionId);
+      inFlight.set(attempt, delivery.subscriptionId);
     }
-    await this.#pruneNowAndThen();
+    await pruneNowAndThen();
     return due.length;
   }
 
   // The first attempt of each subscription is in the subscription's own slot, the others in shared ones.
-  #sharedInUse(): number {
-    return this.#inFlight.size - new Set(this.#inFlight.values()).size;
+  function sharedInUse(): number {
+    return inFlight.size - new Set(inFlight.values()).size;
   }
 
-  async #deliver(delivery: ClaimedDelivery): Promise<void> {
-    const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
-    const outcome = this.#outcome(delivery, attempt);
-    if (outcome.result === 'retry') this.#nextRetryAt = Math.min(this.#nextRetryAt, Date.parse(outcome.nextAttemptAt));
-    this.#options.onAttempt(outcome.result);
-    await this.#options.store.recordAttempt(outcome);
+  async function deliver(delivery: ClaimedDelivery): Promise<void> {
+    const attempt = await traceAttempt(delivery, (headers) => send(delivery, headers));
+    const outcome = outcomeOf(delivery, attempt);
+    if (outcome.result === 'retry') nextRetryAt = Math.min(nextRetryAt, Date.parse(outcome.nextAttemptAt));
+    onAttempt(outcome.result);
+    await store.recordAttempt(outcome);
   }
 
-  async #send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
-    const { allowPrivateNetworks, timeoutMs, now } = this.#options;
+  async function send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
     const url = new URL(delivery.url);
     const refused = literalHostProblem(url, allowPrivateNetworks);
     if (refused) return { error: `refused: ${refused}` };
     const signedAt = new Date(now());
     try {
-      this.#agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
-      const response = await (await this.#agent).request({
+      agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
+      const response = await (await agent).request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
@@ -156,8 +137,7 @@ export class WebhookDispatcher {
     }
   }
 
-  #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
-    const { retryScheduleMs, now, log } = this.#options;
+  function outcomeOf(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
     const at = new Date(now()).toISOString();
     const { status, error } = attempt;
     const base = { id: delivery.id, at, ...(status !== undefined && { responseStatus: status }) };
@@ -180,22 +160,34 @@ export class WebhookDispatcher {
     return { ...base, result: 'retry', error: reason, nextAttemptAt: new Date(now() + jittered).toISOString() };
   }
 
-  async #pruneNowAndThen(): Promise<void> {
-    const { store, now, deliveredRetentionMs } = this.#options;
-    if (now() - this.#lastPrune < Math.min(PRUNE_EVERY_MS, deliveredRetentionMs)) return;
-    this.#lastPrune = now();
+  async function pruneNowAndThen(): Promise<void> {
+    if (now() - lastPrune < Math.min(PRUNE_EVERY_MS, deliveredRetentionMs)) return;
+    lastPrune = now();
     await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
   }
 
   /** Until the next poll or retry is due, or wake(). */
-  async #idle(): Promise<void> {
-    if (!this.#woken.signal.aborted) {
-      const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
-      this.#nextRetryAt = Number.POSITIVE_INFINITY;
-      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: this.#woken.signal }).catch(() => undefined);
+  async function idle(): Promise<void> {
+    if (!woken.signal.aborted) {
+      const untilRetry = Math.max(0, nextRetryAt - now());
+      nextRetryAt = Number.POSITIVE_INFINITY;
+      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
     }
-    this.#woken = new AbortController();
+    woken = new AbortController();
   }
+
+  return {
+    start(): void {
+      running ??= loop();
+    },
+    wake,
+    async stop(): Promise<void> {
+      stopping.abort();
+      wake();
+      await running;
+      if (agent) await (await agent).close();
+    },
+  };
 }
 
 /** Standard Webhooks signatures, space-separated: the current secret's, then the previous one's during a rotation's overlap. */
