@@ -3,6 +3,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
 
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
 export async function allowCrossOrigin(app: FastifyInstance, origins: readonly string[]): Promise<void> {
   if (origins.length === 0) return;
   const allowed = new Set(origins);
@@ -13,7 +15,7 @@ export async function allowCrossOrigin(app: FastifyInstance, origins: readonly s
     // The methods of openapi.yaml's operations; the headers a page may send and read beyond the safelisted ones.
     methods: ['GET', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Link', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+    exposedHeaders: ['ETag', 'Link', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', ...RATE_LIMIT_HEADERS],
     maxAge: 600, // seconds a browser may reuse a preflight's answer (Chromium caps it at 7200)
     // Strict mode answers a bare OPTIONS with a text/plain 400, not the Error body.
     strictPreflight: false,
