@@ -39,7 +39,8 @@ const UNANSWERED_SHARE = 1;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
 export function createWebhookDispatcher(options: DispatcherOptions) {
-  const { store, log, retryScheduleMs, allowPrivateNetworks, timeoutMs, deliveredRetentionMs, onAttempt, traceAttempt = untraced, now } = options;
+  const { store, log, retryScheduleMs, allowPrivateNetworks, timeoutMs, deliveredRetentionMs, onAttempt, now } = options;
+  const traceAttempt = options.traceAttempt ?? untraced;
   /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
   let agent: Promise<Agent> | undefined;
   let running: Promise<void> | undefined;

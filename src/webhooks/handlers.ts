@@ -15,7 +15,9 @@ type WebhookHandlers = Pick<
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
 const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
-export function createWebhookHandlers(options: { store: WebhookRepository; allowPrivateNetworks: boolean; subscriptionsMax: number }): WebhookHandlers {
+type WebhookHandlerOptions = { store: WebhookRepository; allowPrivateNetworks: boolean; subscriptionsMax: number };
+
+export function createWebhookHandlers(options: WebhookHandlerOptions): WebhookHandlers {
   const { store, allowPrivateNetworks, subscriptionsMax } = options;
   const subscriptionPage = keysetPages<Subscription>('/webhooks', (subscription) => subscription.id);
   const full = new HttpError(
@@ -72,6 +74,7 @@ function generateSecret(): string {
 }
 
 function toWebhook(subscription: Subscription): components['schemas']['Webhook'] {
+  const { previousSecretExpiresAt } = subscription;
   return {
     id: subscription.id,
     url: subscription.url,
@@ -79,8 +82,8 @@ function toWebhook(subscription: Subscription): components['schemas']['Webhook']
     createdAt: subscription.createdAt,
     enabled: subscription.disabledAt === undefined,
     ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
-    // An ended rotation overlap is not shown.
-    ...(Date.parse(subscription.previousSecretExpiresAt ?? '') > Date.now() && { previousSecretExpiresAt: subscription.previousSecretExpiresAt }),
+    // A rotation's overlap is shown while it lasts.
+    ...(Date.parse(previousSecretExpiresAt ?? '') > Date.now() && { previousSecretExpiresAt }),
   };
 }
 
