@@ -22,7 +22,7 @@ import { compressionOf } from './transport/compression.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
 import transport from './transport/plugin.ts';
-import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { createWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
 
 /** Documented in openapi.yaml as the 413 limit. */
@@ -56,7 +56,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   });
   await app.register(transport, { limits: config });
 
-  const dispatcher = new WebhookDispatcher({
+  const dispatcher = createWebhookDispatcher({
     store: webhooks,
     log: app.log,
     retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE,

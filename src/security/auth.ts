@@ -5,7 +5,7 @@ import fastifyBearerAuth from '@fastify/bearer-auth';
 import type { FastifyError, FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { HttpError, refuse } from '../contract/errors.ts';
 import { keyOfToken, missingScopes, type Principal, type TokenVerifier } from '../tokens/verifier.ts';
-import type { AddressRecord, FailureLimiter } from './failure-limiter.ts';
+import type { FailureLimiter } from './failure-limiter.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,41 +42,33 @@ export async function createBearerAuth(
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
 
-  // Only a wrong token is a guess: a missing one or another scheme tells a guesser nothing.
-  const accept = (request: FastifyRequest, principal: Principal | undefined, record?: AddressRecord): true => {
-    if (principal !== undefined) {
-      request.principal = principal;
-      record?.remember(principal.key); // it skips the address's queue from now on
-      return true;
-    }
-    const retryAfter = failures.recordFailure(request.ip);
-    if (retryAfter === undefined) throw INVALID_TOKEN;
-    const message = `Too many failed authentications from this address; retry in ${retryAfter} seconds.`;
-    throw new HttpError(429, message, { 'retry-after': String(retryAfter) });
-  };
-  const inTurn = async (record: AddressRecord, token: string, request: FastifyRequest): Promise<true> => {
-    const turn = record.take(() => keyOfToken(token));
-    try {
-      if (turn.waitMs > 0) await sleep(turn.waitMs, undefined, { signal: closing.signal }).catch(() => undefined);
-      return accept(request, await verifier.verify(token), record);
-    } finally {
-      turn.done();
-    }
-  };
-
   await app.register(fastifyBearerAuth, {
     keys: [],
     addHook: false,
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'debug',
     // Refusals are thrown: with addHook false, bearer-auth hands what auth throws to the hook's callback.
-    auth: (token, request) => {
+    auth: async (token, request) => {
       if (/[\s,]/.test(token)) throw SEVERAL_TOKENS;
       // An address that sent wrong tokens: a token new to it waits its turn (failure-limiter.ts).
       const record = failures.recordOf(request.ip);
-      if (record !== undefined) return inTurn(record, token, request);
-      const principal = verifier.verify(token);
-      return principal instanceof Promise ? principal.then((known) => accept(request, known)) : accept(request, principal);
+      const turn = record?.take(() => keyOfToken(token));
+      try {
+        if (turn && turn.waitMs > 0) await sleep(turn.waitMs, undefined, { signal: closing.signal }).catch(() => undefined);
+        const principal = await verifier.verify(token);
+        if (principal !== undefined) {
+          request.principal = principal;
+          record?.remember(principal.key); // it skips the address's queue from now on
+          return true;
+        }
+      } finally {
+        turn?.done();
+      }
+      // Only a wrong token is a guess: a missing one or another scheme tells a guesser nothing.
+      const retryAfter = failures.recordFailure(request.ip);
+      if (retryAfter === undefined) throw INVALID_TOKEN;
+      const message = `Too many failed authentications from this address; retry in ${retryAfter} seconds.`;
+      throw new HttpError(429, message, { 'retry-after': String(retryAfter) });
     },
   });
   const verifyBearerAuth = app.verifyBearerAuth!;

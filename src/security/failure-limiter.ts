@@ -1,21 +1,6 @@
 // Slows token guessing from one address, never refusing a valid token: past `max` wrong tokens in a window
 // its wrong tokens answer 429 and each token new to it waits a turn (one every window/max), but a token that
 // authenticated from there does not, so a client sharing a guesser's balancer is slowed, never refused.
-export interface FailureLimiter {
-  /** What the guard holds on an address: undefined, cheaply, for every address without failures. */
-  recordOf(address: string): AddressRecord | undefined;
-  /** Counts a wrong token; answers the seconds of Retry-After when the address was already blocked. */
-  recordFailure(address: string): number | undefined;
-}
-
-/** Tokens are named by their Principal key, never kept themselves. */
-export interface AddressRecord {
-  /** Before a token is checked: how long it waits. Call done() once it is checked. */
-  take(tokenKey: () => string): Turn;
-  /** The token authenticated from this address: it skips the queue from now on. */
-  remember(tokenKey: string): void;
-}
-
 type Turn = { waitMs: number; done(): void };
 
 export const SUSPECTS_LIMIT = 10_000;
@@ -23,7 +8,9 @@ export const OFFENDERS_LIMIT = 10_000;
 const REMEMBERED_TOKENS = 16;
 const FREE: Turn = { waitMs: 0, done: () => undefined };
 
-export function createFailureLimiter(options: { max: number; windowMs: number; now?: () => number }): FailureLimiter {
+export type FailureLimiter = ReturnType<typeof createFailureLimiter>;
+
+export function createFailureLimiter(options: { max: number; windowMs: number; now?: () => number }) {
   const { max, windowMs, now = Date.now } = options;
   const spacingMs = windowMs / Math.max(max, 1);
   const records = new Map<string, Entry>();
@@ -32,13 +19,15 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
   const offenders = new Set<string>();
   const forget = (table: Set<string>, address: string) => table.delete(address) && records.delete(address);
 
-  class Entry implements AddressRecord {
+  /** What the guard holds on an address. Tokens are named by their Principal key, never kept themselves. */
+  class Entry {
     failures = 0;
     resetAt = 0;
     nextTurnAt = 0;
     inFlight = 0;
     readonly known: string[] = [];
 
+    /** Before a token is checked: how long it waits. Call done() once it is checked. */
     take(tokenKey: () => string): Turn {
       const at = now();
       // Attempts still being checked count too, or a burst sent at once would all go unpaced.
@@ -54,6 +43,7 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
         },
       };
     }
+    /** The token authenticated from this address: it skips the queue from now on. */
     remember(tokenKey: string): void {
       if (!this.known.includes(tokenKey) && this.known.push(tokenKey) > REMEMBERED_TOKENS) this.known.shift();
     }
@@ -71,8 +61,10 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
   }
 
   return {
-    recordOf: (address) => records.get(address),
-    recordFailure(address) {
+    /** Undefined, cheaply, for every address without failures. */
+    recordOf: (address: string) => records.get(address),
+    /** Counts a wrong token; answers the seconds of Retry-After when the address was already blocked. */
+    recordFailure(address: string): number | undefined {
       if (max === 0) return undefined;
       const at = now();
       let entry = records.get(address);

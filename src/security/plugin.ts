@@ -13,7 +13,7 @@ export interface SecurityOptions {
   tokens: VerifierOptions;
   /** Failed authentications an address may make per minute before its guesses are slowed. */
   authFailuresPerMinute: number;
-  rateLimit: Omit<RateLimitOptions, 'onSkip'>;
+  rateLimit: RateLimitOptions;
 }
 
 async function security(app: FastifyInstance, options: SecurityOptions): Promise<void> {
@@ -22,7 +22,7 @@ async function security(app: FastifyInstance, options: SecurityOptions): Promise
   app.addHook('onClose', () => verifier.close());
   const failures = createFailureLimiter({ max: options.authFailuresPerMinute, windowMs: 60_000, now: options.tokens.now });
   app.decorate('bearerAuth', await createBearerAuth(app, { verifier, failures }));
-  await registerRateLimit(app, { ...options.rateLimit, onSkip: app.observability.metrics.rateLimitSkipped });
+  await registerRateLimit(app, options.rateLimit);
 }
 
 // After the contract (CORS's preflight route answers Error bodies) and observability (/metrics counts skipped checks).

@@ -5,19 +5,17 @@ import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../contract/errors.ts';
 
 /** timeout: Redis did not answer within REDIS_TIMEOUT; unavailable: no connection; error: Redis answered an error. */
-export type RedisSkipReason = 'timeout' | 'unavailable' | 'error';
+type SkipReason = Parameters<FastifyInstance['observability']['metrics']['rateLimitSkipped']>[0];
 
 export interface RateLimitOptions {
   perMinute?: number;
   redisUrl?: string;
   redisTimeoutMs: number;
-  /** Called for each check skipped because Redis failed or was late. */
-  onSkip?: (reason: RedisSkipReason) => void;
 }
 
 export async function registerRateLimit(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
   if (options.perMinute === undefined) return;
-  const store = options.redisUrl ? await redisStore(app, options.redisUrl, options) : undefined;
+  const store = options.redisUrl ? await redisStore(app, options.redisUrl, options.redisTimeoutMs) : undefined;
   await app.register(fastifyRateLimit, {
     global: true,
     hook: 'preParsing',
@@ -44,7 +42,7 @@ return {current, ttl}
 const WARNING_INTERVAL_MS = 60_000;
 
 // A store of our own, not the plugin's `redis` option, which drops an error silently: each skip reaches /metrics.
-async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: timeoutMs, onSkip }: RateLimitOptions) {
+async function redisStore(app: FastifyInstance, url: string, timeoutMs: number) {
   const { Redis, ReplyError } = await import('ioredis'); // loaded only when REDIS_URL asks for it
   const redis = new Redis(url, {
     // A check waits at most REDIS_TIMEOUT; a connection silent that long is made anew (a hung Redis collects no queue).
@@ -60,7 +58,7 @@ async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: t
   let degraded = false;
   let warnedAt = 0;
   let skippedChecks = 0; // since the last log line about Redis
-  const warn = (reason: RedisSkipReason, error?: Error) => {
+  const warn = (reason: SkipReason, error?: Error) => {
     if (degraded && Date.now() - warnedAt < WARNING_INTERVAL_MS) return;
     app.log.warn(
       { reason, skippedChecks, timeoutMs, ...(error && { err: error }) },
@@ -85,9 +83,9 @@ async function redisStore(app: FastifyInstance, url: string, { redisTimeoutMs: t
 
   type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
   const incr = (key: string, callback: Callback, timeWindow?: number) => {
-    const skip = (reason: RedisSkipReason, error?: Error) => {
+    const skip = (reason: SkipReason, error?: Error) => {
       skippedChecks++;
-      onSkip?.(reason);
+      app.observability.metrics.rateLimitSkipped(reason);
       warn(reason, error);
       callback(error ?? new Error(`Redis check skipped: ${reason}`));
     };

@@ -23,11 +23,11 @@ create prints the new token once, as its last line. Without --scope a token gets
 --expires takes a duration: 90m, 12h, 30d or 8w.`;
 
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
-const CREATE_OPTIONS: ParseArgsOptionsConfig = {
+const CREATE_OPTIONS = {
   name: { type: 'string' },
   scope: { type: 'string', multiple: true },
   expires: { type: 'string' },
-};
+} as const;
 
 class UsageError extends Error {}
 
@@ -41,8 +41,9 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
     }
     return await commands[command]!(rest, context);
   } catch (error) {
-    if (error instanceof UsageError) {
-      context.err(`${error.message}\n\n${USAGE}`);
+    // parseArgs refuses what the usage does not allow with codes of its own.
+    if (error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) {
+      context.err(`${(error as Error).message}\n\n${USAGE}`);
       return 2;
     }
     if (!(error instanceof TokenNameTakenError || error instanceof UnstorableTextError)) throw error;
@@ -54,7 +55,7 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
 async function create(args: string[], context: CliContext): Promise<number> {
   const { values, positionals } = parse(args, CREATE_OPTIONS);
   if (positionals.length > 0) throw new UsageError(`create takes only options, not "${positionals.join(' ')}".`);
-  const { name, scope = [ALL_SCOPES], expires } = values as { name?: string; scope?: string[]; expires?: string };
+  const { name, scope = [ALL_SCOPES], expires } = values;
   if (name === undefined || !NAME.test(name)) {
     throw new UsageError('--name is required: a letter, then up to 63 letters, digits, ".", "_" or "-".');
   }
@@ -117,10 +118,6 @@ async function revoke(args: string[], context: CliContext): Promise<number> {
   return 0;
 }
 
-function parse(args: string[], options: ParseArgsOptionsConfig) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+  return parseArgs({ args, options, allowPositionals: true, strict: true });
 }

@@ -69,7 +69,7 @@ export function createTokenVerifier(options: VerifierOptions) {
       const until = now() + cacheTtlMs;
       if (!record || tokenStatus(record, now()) !== 'active') return answer(token, undefined, until);
       const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
-      return answer(token, { key: hex.slice(0, 32), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
+      return answer(token, { key: keyOfToken(token), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
     });
   }
 

@@ -19,18 +19,17 @@ export interface DispatcherOptions {
   /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
   deliveredRetentionMs: number;
   /** Told each attempt's result, for metrics. */
-  onAttempt?: (result: AttemptOutcome['result']) => void;
+  onAttempt: (result: AttemptOutcome['result']) => void;
   /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
   traceAttempt?: TraceAttempt;
-  pollMs?: number;
-  /** Shared slots: deliveries in flight at once on this instance, besides each subscription's own slot. */
-  sharedSlots?: number;
-  /** Deliveries of one subscription leased at once, on every instance together (one receiver's share). */
-  perSubscription?: number;
-  now?: () => number;
-  random?: () => number;
+  now: () => number;
 }
 
+const POLL_MS = 500;
+// Deliveries in flight at once on this instance, besides each subscription's own slot.
+const SHARED_SLOTS = 32;
+// Deliveries of one subscription leased at once, on every instance together (one receiver's share).
+const PER_SUBSCRIPTION = 4;
 const FAILED_RETENTION_MS = 7 * 86_400_000;
 // A lease outlives the attempt it covers by this much; after a crash, the delivery is sent again once it is over.
 const LEASE_MARGIN_MS = 5_000;
@@ -39,108 +38,80 @@ const PRUNE_EVERY_MS = 60_000;
 const UNANSWERED_SHARE = 1;
 const JITTER = 0.2; // each delay varies by ±10%, so retries from many events do not arrive in step
 
-export class WebhookDispatcher {
-  readonly #options: Required<Omit<DispatcherOptions, 'random' | 'now'>> & { now: () => number; random: () => number };
+export function createWebhookDispatcher(options: DispatcherOptions) {
+  const { store, log, retryScheduleMs, allowPrivateNetworks, timeoutMs, deliveredRetentionMs, onAttempt, now } = options;
+  const traceAttempt = options.traceAttempt ?? untraced;
   /** undici's agent, loaded at the first delivery: most instances boot without sending any. */
-  #agent: Promise<Agent> | undefined;
-  #running: Promise<void> | undefined;
-  #stopped = false;
-  /** The attempts under way; each frees its slot (and wakes the loop) when recorded. */
-  readonly #inFlight = new Set<Promise<void>>();
-  /** Attempts under way by subscription: the first of each is in the subscription's own slot, the others in shared ones. */
-  readonly #bySubscription = new Map<bigint, number>();
-  #wakeUp: (() => void) | undefined;
-  #woken = false;
-  #lastPrune = 0;
+  let agent: Promise<Agent> | undefined;
+  let running: Promise<void> | undefined;
+  const stopping = new AbortController();
+  /** The attempts under way, with their subscription; each frees its slot (and wakes the loop) when recorded. */
+  const inFlight = new Map<Promise<void>, bigint>();
+  /** Aborted by wake(): ends the loop's idle wait, or spares it the next one. */
+  let woken = new AbortController();
+  let lastPrune = 0;
   /** The earliest retry this instance scheduled, so a delay shorter than the poll is honoured. */
-  #nextRetryAt = Number.POSITIVE_INFINITY;
-
-  constructor(options: DispatcherOptions) {
-    this.#options = { pollMs: 500, sharedSlots: 32, perSubscription: 4, now: Date.now, random: Math.random, onAttempt: () => undefined, traceAttempt: untraced, ...options };
-  }
-
-  start(): void {
-    this.#running ??= this.#loop();
-  }
+  let nextRetryAt = Number.POSITIVE_INFINITY;
 
   /** Looks for due deliveries now rather than at the next poll (after a local write). */
-  wake(): void {
-    this.#woken = true;
-    this.#wakeUp?.();
-  }
+  const wake = (): void => woken.abort();
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.wake();
-    await this.#running;
-    if (this.#agent) await (await this.#agent).close();
-  }
-
-  async #loop(): Promise<void> {
-    while (!this.#stopped) {
+  async function loop(): Promise<void> {
+    while (!stopping.signal.aborted) {
       let claimed = 0;
       try {
-        claimed = await this.#claim();
+        claimed = await claim();
       } catch (error) {
-        this.#options.log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
+        log.warn({ err: error }, 'webhook dispatch pass failed; trying again shortly');
       }
       // Nothing to take, or no free shared slot: wait for a poll, a local write or a finished attempt.
-      if (claimed === 0 || this.#sharedInUse() >= this.#options.sharedSlots) await this.#idle();
+      if (claimed === 0 || sharedInUse() >= SHARED_SLOTS) await idle();
     }
-    await Promise.all(this.#inFlight);
+    await Promise.all(inFlight.keys());
   }
 
   /**
    * Leases what fits in the free shared slots, plus the first due delivery of each subscription holding no lease
    * (even when every shared slot is held), and starts sending each without waiting for any.
    */
-  async #claim(): Promise<number> {
-    const { store, timeoutMs, sharedSlots, perSubscription, now } = this.#options;
-    const free = Math.max(0, sharedSlots - this.#sharedInUse());
-    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, perSubscription, UNANSWERED_SHARE);
+  async function claim(): Promise<number> {
+    const free = Math.max(0, SHARED_SLOTS - sharedInUse());
+    const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, PER_SUBSCRIPTION, UNANSWERED_SHARE);
     for (const delivery of due) {
-      const attempt = this.#deliver(delivery).catch((error: unknown) => {
+      const attempt = deliver(delivery).catch((error: unknown) => {
         // The lease runs out and the delivery is sent again, under the same webhook-id.
-        this.#options.log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
+        log.warn({ err: error, messageId: delivery.messageId }, 'webhook attempt could not be recorded; it will be retried after its lease');
       }).finally(() => {
-        this.#inFlight.delete(attempt);
-        this.#count(delivery.subscriptionId, -1);
-        this.wake();
+        inFlight.delete(attempt);
+        wake();
       });
-      this.#inFlight.add(attempt);
-      this.#count(delivery.subscriptionId, 1);
+      inFlight.set(attempt, delivery.subscriptionId);
     }
-    await this.#pruneNowAndThen();
+    await pruneNowAndThen();
     return due.length;
   }
 
-  #sharedInUse(): number {
-    return this.#inFlight.size - this.#bySubscription.size;
+  // The first attempt of each subscription is in the subscription's own slot, the others in shared ones.
+  function sharedInUse(): number {
+    return inFlight.size - new Set(inFlight.values()).size;
   }
 
-  #count(subscriptionId: bigint, change: 1 | -1): void {
-    const count = (this.#bySubscription.get(subscriptionId) ?? 0) + change;
-    if (count === 0) this.#bySubscription.delete(subscriptionId);
-    else this.#bySubscription.set(subscriptionId, count);
+  async function deliver(delivery: ClaimedDelivery): Promise<void> {
+    const attempt = await traceAttempt(delivery, (headers) => send(delivery, headers));
+    const outcome = outcomeOf(delivery, attempt);
+    if (outcome.result === 'retry') nextRetryAt = Math.min(nextRetryAt, Date.parse(outcome.nextAttemptAt));
+    onAttempt(outcome.result);
+    await store.recordAttempt(outcome);
   }
 
-  async #deliver(delivery: ClaimedDelivery): Promise<void> {
-    const attempt = await this.#options.traceAttempt(delivery, (headers) => this.#send(delivery, headers));
-    const outcome = this.#outcome(delivery, attempt);
-    if (outcome.result === 'retry') this.#nextRetryAt = Math.min(this.#nextRetryAt, Date.parse(outcome.nextAttemptAt));
-    this.#options.onAttempt(outcome.result);
-    await this.#options.store.recordAttempt(outcome);
-  }
-
-  async #send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
-    const { allowPrivateNetworks, timeoutMs, now } = this.#options;
+  async function send(delivery: ClaimedDelivery, traceHeaders: Record<string, string>): Promise<AttemptResult> {
     const url = new URL(delivery.url);
     const refused = literalHostProblem(url, allowPrivateNetworks);
     if (refused) return { error: `refused: ${refused}` };
     const signedAt = new Date(now());
     try {
-      this.#agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
-      const response = await (await this.#agent).request({
+      agent ??= guardedAgent(allowPrivateNetworks, timeoutMs);
+      const response = await (await agent).request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
@@ -157,9 +128,8 @@ export class WebhookDispatcher {
         body: delivery.payload,
       });
       await response.body.dump();
-      const location = response.headers.location;
       if (response.statusCode >= 300 && response.statusCode < 400) {
-        return { status: response.statusCode, error: `redirects are not followed (to ${String(location ?? 'nowhere')})` };
+        return { status: response.statusCode, error: `redirects are not followed (to ${String(response.headers.location ?? 'nowhere')})` };
       }
       return { status: response.statusCode };
     } catch (error) {
@@ -168,8 +138,7 @@ export class WebhookDispatcher {
     }
   }
 
-  #outcome(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
-    const { retryScheduleMs, now, random, log } = this.#options;
+  function outcomeOf(delivery: ClaimedDelivery, attempt: AttemptResult): AttemptOutcome {
     const at = new Date(now()).toISOString();
     const { status, error } = attempt;
     const base = { id: delivery.id, at, ...(status !== undefined && { responseStatus: status }) };
@@ -188,29 +157,38 @@ export class WebhookDispatcher {
       return { ...base, result: 'failed', error: reason };
     }
     log.debug(details, 'webhook delivery attempt failed; will retry');
-    const jittered = Math.round(delay * (1 - JITTER / 2 + JITTER * random()));
+    const jittered = Math.round(delay * (1 - JITTER / 2 + JITTER * Math.random()));
     return { ...base, result: 'retry', error: reason, nextAttemptAt: new Date(now() + jittered).toISOString() };
   }
 
-  async #pruneNowAndThen(): Promise<void> {
-    const { store, now, deliveredRetentionMs } = this.#options;
-    if (now() - this.#lastPrune < Math.min(PRUNE_EVERY_MS, deliveredRetentionMs)) return;
-    this.#lastPrune = now();
+  async function pruneNowAndThen(): Promise<void> {
+    if (now() - lastPrune < Math.min(PRUNE_EVERY_MS, deliveredRetentionMs)) return;
+    lastPrune = now();
     await store.pruneDeliveries(new Date(now() - deliveredRetentionMs), new Date(now() - FAILED_RETENTION_MS));
   }
 
   /** Until the next poll or retry is due, or wake(). */
-  async #idle(): Promise<void> {
-    if (!this.#stopped && !this.#woken) {
-      const untilRetry = Math.max(0, this.#nextRetryAt - this.#options.now());
-      this.#nextRetryAt = Number.POSITIVE_INFINITY;
-      const woken = new AbortController();
-      this.#wakeUp = () => woken.abort();
-      await sleep(Math.min(this.#options.pollMs, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
-      this.#wakeUp = undefined;
+  async function idle(): Promise<void> {
+    if (!woken.signal.aborted) {
+      const untilRetry = Math.max(0, nextRetryAt - now());
+      nextRetryAt = Number.POSITIVE_INFINITY;
+      await sleep(Math.min(POLL_MS, untilRetry), undefined, { signal: woken.signal }).catch(() => undefined);
     }
-    this.#woken = false;
+    woken = new AbortController();
   }
+
+  return {
+    start(): void {
+      running ??= loop();
+    },
+    wake,
+    async stop(): Promise<void> {
+      stopping.abort();
+      wake();
+      await running;
+      if (agent) await (await agent).close();
+    },
+  };
 }
 
 /** Standard Webhooks signatures, space-separated: the current secret's, then the previous one's during a rotation's overlap. */

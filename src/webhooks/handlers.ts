@@ -4,11 +4,8 @@ import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
 import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
-import { SubscriptionLimitError, WEBHOOK_EVENTS, type Delivery, type Subscription, type WebhookRepository } from '../store/types.ts';
+import { SubscriptionLimitError, WEBHOOK_EVENTS, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
-
-type WebhookBody = components['schemas']['Webhook'];
-type DeliveryBody = components['schemas']['WebhookDelivery'];
 
 type WebhookHandlers = Pick<
   ServiceHandlers,
@@ -16,16 +13,12 @@ type WebhookHandlers = Pick<
 >;
 
 /** How long the replaced secret keeps signing after a rotation (documented in openapi.yaml and docs/webhooks.md). */
-export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+const SECRET_OVERLAP_MS = 24 * 3_600_000;
 
-export interface WebhookHandlerOptions {
-  store: WebhookRepository;
-  allowPrivateNetworks: boolean;
-  subscriptionsMax: number;
-}
+type WebhookHandlerOptions = { store: WebhookRepository; allowPrivateNetworks: boolean; subscriptionsMax: number };
 
-export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandlers {
-  const { store, subscriptionsMax } = deps;
+export function createWebhookHandlers(options: WebhookHandlerOptions): WebhookHandlers {
+  const { store, allowPrivateNetworks, subscriptionsMax } = options;
   const subscriptionPage = keysetPages<Subscription>('/webhooks', (subscription) => subscription.id);
   const full = new HttpError(
     409,
@@ -35,7 +28,7 @@ export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandl
   return {
     async createWebhook(request, reply) {
       const { url, events = [...WEBHOOK_EVENTS] } = request.body;
-      const problem = await targetProblem(url, deps.allowPrivateNetworks);
+      const problem = await targetProblem(url, allowPrivateNetworks);
       if (problem) throw new HttpError(400, `The request body field "url" ${problem}.`);
       const secret = generateSecret();
       const subscription = await store.createSubscription({ url, events, secret }, subscriptionsMax).catch((error: unknown) => {
@@ -70,7 +63,7 @@ export function createWebhookHandlers(deps: WebhookHandlerOptions): WebhookHandl
     async listWebhookDeliveries(request) {
       const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_PAGE_SIZE);
       if (!deliveries) throw notFound(request.params.webhookId);
-      return deliveries.map(toDeliveryBody);
+      return deliveries.map(({ messageId, ...rest }) => ({ id: messageId, ...rest }));
     },
   };
 }
@@ -80,7 +73,8 @@ function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-function toWebhook(subscription: Subscription): WebhookBody {
+function toWebhook(subscription: Subscription): components['schemas']['Webhook'] {
+  const { previousSecretExpiresAt } = subscription;
   return {
     id: subscription.id,
     url: subscription.url,
@@ -88,18 +82,9 @@ function toWebhook(subscription: Subscription): WebhookBody {
     createdAt: subscription.createdAt,
     enabled: subscription.disabledAt === undefined,
     ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
-    ...(overlapping(subscription.previousSecretExpiresAt) && { previousSecretExpiresAt: subscription.previousSecretExpiresAt }),
+    // A rotation's overlap is shown while it lasts.
+    ...(Date.parse(previousSecretExpiresAt ?? '') > Date.now() && { previousSecretExpiresAt }),
   };
-}
-
-/** Whether a rotation's overlap is still under way (an ended one is not shown). */
-function overlapping(until: string | undefined): until is string {
-  return until !== undefined && Date.parse(until) > Date.now();
-}
-
-function toDeliveryBody(delivery: Delivery): DeliveryBody {
-  const { messageId, ...rest } = delivery;
-  return { id: messageId, ...rest };
 }
 
 function notFound(id: bigint): HttpError {

@@ -1,11 +1,10 @@
 // Where deliveries may go: unless private networks are allowed, only public unicast addresses, checked at registration
 // and again on the addresses each connection uses, so a DNS answer changed in between (rebinding) cannot slip through.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Agent } from 'undici';
-
-export class ForbiddenTargetError extends Error {}
 
 const NOT_PUBLIC = 'a loopback, private, link-local or reserved address';
 
@@ -39,23 +38,15 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
 
 /** Why the URL may not be a target, or undefined when it may. */
 export async function targetProblem(url: string, allowPrivateNetworks: boolean): Promise<string | undefined> {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return 'is not an absolute URL';
-  }
+  const parsed = URL.parse(url);
+  if (parsed === null) return 'is not an absolute URL';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must use http or https';
   if (parsed.username || parsed.password) return 'must not carry credentials';
   if (allowPrivateNetworks) return undefined;
-  let addresses: string[];
-  try {
-    addresses = await resolve(hostOf(parsed));
-  } catch {
-    return `has a host name that does not resolve (${parsed.hostname})`;
-  }
+  const addresses = await lookup(hostOf(parsed), { all: true }).catch(() => undefined);
+  if (addresses === undefined) return `has a host name that does not resolve (${parsed.hostname})`;
   // Which address, it does not say: the answer would turn the check into a lookup service for internal names.
-  return addresses.every(isPublicAddress) ? undefined : `resolves to ${NOT_PUBLIC}`;
+  return addresses.every((entry) => isPublicAddress(entry.address)) ? undefined : `resolves to ${NOT_PUBLIC}`;
 }
 
 /** An undici dispatcher whose every connection re-checks the addresses it is about to use. */
@@ -78,18 +69,11 @@ function publicOnlyLookup(hostname: string, options: LookupOptions, callback: Lo
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
     if (!addresses.every((entry) => isPublicAddress(entry.address))) {
-      return callback(new ForbiddenTargetError(`${hostname} resolves to ${NOT_PUBLIC}, which webhooks may not reach`), []);
+      return callback(new Error(`${hostname} resolves to ${NOT_PUBLIC}, which webhooks may not reach`), []);
     }
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
   });
-}
-
-function resolve(host: string): Promise<string[]> {
-  if (isIP(host) !== 0) return Promise.resolve([host]);
-  return new Promise((resolve, reject) =>
-    dnsLookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses.map((entry) => entry.address)))),
-  );
 }
 
 // URL keeps the brackets of an IPv6 literal: [::1] -> ::1.
