@@ -9,7 +9,7 @@ import routes, { securityHooks } from './contract/routes.ts';
 import { formatSchemaErrors } from './contract/validation.ts';
 import { createDocsHandlers } from './docs/docs.ts';
 import docs from './docs/plugin.ts';
-import { loggerOptions, requestIds, returnRequestId } from './observability/logging.ts';
+import { AccessLog, lazyChildLogger, loggerOptions, requestIds, returnRequestId } from './observability/logging.ts';
 import { createMetricsHandler } from './observability/metrics.ts';
 import observability from './observability/plugin.ts';
 import { createRedaction, type Redact } from './observability/redaction.ts';
@@ -97,8 +97,11 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 }
 
 function serverOptions(config: AppDependencies['config'], redact: Redact, logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
+  const accessLog = new AccessLog();
   return {
     logger: loggerOptions(config.LOG_LEVEL, redact, logStream),
+    logController: accessLog,
+    childLoggerFactory: lazyChildLogger,
     genReqId: requestIds(redact),
     // request.ip (logs, the failed-authentication guard) is then the client's, as trusted proxies report it.
     trustProxy: trustProxyOption(config.TRUST_PROXY),
@@ -107,6 +110,8 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     // Answered before any onRequest hook, so the request id is put on here.
     frameworkErrors: (error, request, reply) => {
       returnRequestId(request, reply);
+      // Fastify writes no completion for an answer below routing: its access line is written here.
+      reply.raw.once('finish', () => accessLog.requestCompleted(null, request, reply));
       frameworkErrorHandler(error, request, reply);
     },
     clientErrorHandler: answerClientError,

@@ -1,7 +1,7 @@
 // Logger options and request ids: JSON lines at the configured level, with credentials kept out of every line.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Redact } from './redaction.ts';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -38,4 +38,89 @@ export function requestIds(redact: Redact): (request: IncomingMessage) => string
 /** Puts the request's id on its answer: as the request arrives (error answers keep the headers set before the error), or earlier. */
 export function returnRequestId(request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
+}
+
+/** Fastify's two request lines as one access line, written with the answer; the arrival alone at debug, for a request that never ends. */
+export class AccessLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type Bindings = Parameters<FastifyBaseLogger['child']>[0];
+type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
+/** The pino logger Fastify builds from loggerOptions, with pino's documented level check. */
+type Pino = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
+
+/** Fastify's childLoggerFactory: a request's logger makes its pino child on its first line, so a request that logs nothing pays for none. */
+export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
+  return new LazyChild(logger as Pino, bindings, options);
+}
+
+class LazyChild implements FastifyBaseLogger {
+  #child: FastifyBaseLogger | undefined;
+  readonly #parent: Pino;
+  readonly #bindings: Bindings;
+  readonly #options: ChildOptions;
+
+  constructor(parent: Pino, bindings: Bindings, options: ChildOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+  }
+
+  get #made(): FastifyBaseLogger {
+    return (this.#child ??= this.#parent.child(this.#bindings, this.#options));
+  }
+
+  get level(): string {
+    return this.#made.level;
+  }
+
+  set level(level: string) {
+    this.#made.level = level;
+  }
+
+  child(bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {
+    return this.#made.child(bindings, options);
+  }
+
+  #write(level: Level, args: unknown[]): void {
+    if (this.#child === undefined && !this.#parent.isLevelEnabled(level)) return;
+    const made = this.#made;
+    (made[level] as (...line: unknown[]) => void).apply(made, args);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
+  }
+
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
+
+  silent(): void {}
 }

@@ -19,7 +19,7 @@ async function loggedClient(app: FastifyInstance, logs: () => string, peer: stri
     .split('\n')
     .filter(Boolean)
     .map((text) => JSON.parse(text) as { reqId?: string; msg?: string; req?: { remoteAddress?: unknown } })
-    .find((entry) => entry.reqId === id && entry.msg === 'incoming request');
+    .find((entry) => entry.reqId === id && entry.msg === 'request completed');
   return line?.req?.remoteAddress;
 }
 

@@ -121,7 +121,7 @@ async function missingOf(url: string, created: Map<number, string>): Promise<str
 
 /** Resolves once `server` has served a request to /plants: the balancer routes to it again. */
 function routedTo(server: RunningServer): Promise<unknown> {
-  return server.waitFor('stdout', /"url":"\/plants.*"msg":"incoming request"/);
+  return server.waitFor('stdout', /"url":"\/plants.*"msg":"request completed"/);
 }
 
 for (const name of ['haproxy', 'nginx'] as const) {

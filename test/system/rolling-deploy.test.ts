@@ -125,7 +125,8 @@ function within<T, F>(ms: number, value: Promise<T>, fallback: F): Promise<T | F
 
 
 t.test('a second signal while stopping (a second Ctrl-C, or the one npm forwards) does not cut the stop short', async (t) => {
-  const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN }));
+  // At debug a request's arrival is logged too: the test waits for it.
+  const server = await startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN, LOG_LEVEL: 'debug' }));
   const upload = await openRaw(Number(new URL(server.url).port));
   // A create whose body is still arriving holds the stop open for as long as the test needs.
   const request = createRequest(1, 'Monstera');
