@@ -1,5 +1,5 @@
 // Prometheus metrics at GET /metrics (prom-client), in a registry per app: requests, store calls, webhooks, rate-limit skips.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { OperationHandler } from '../contract/operations.ts';
 
@@ -55,23 +55,37 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
 
   // A method no route serves is "other", as a path no route matches is "unknown": anonymous clients add no series.
   const servedMethods = new Set<string>();
+  // Each route observes its own operation's series, resolved at start; a request only looks up its method and status.
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) servedMethods.add(method);
+    const observe = observerOf((route.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown');
+    const own = route.onResponse === undefined ? [] : [route.onResponse].flat();
+    route.onResponse = [...own, (request, reply, done) => {
+      observe(request.method, reply);
+      done();
+    }];
   });
-
-  const observers = new Map<string, Observe>();
+  // The not-found handler is no route: what reaches it is counted here.
+  const unmatched = observerOf('unknown');
   app.addHook('onResponse', (request, reply, done) => {
-    const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId ?? 'unknown';
-    const method = servedMethods.has(request.method) ? request.method : 'other';
-    const key = `${operation} ${method} ${reply.statusCode}`;
-    let observe = observers.get(key);
-    if (observe === undefined) {
-      observe = requests.labels(operation, method, String(reply.statusCode)).observe;
-      observers.set(key, observe);
-    }
-    observe(reply.elapsedTime / 1000);
+    if (request.is404) unmatched(servedMethods.has(request.method) ? request.method : 'other', reply);
     done();
   });
+
+  /** Observes an answer of `operation` in the series of its method and status, each resolved on first use. */
+  function observerOf(operation: string): (method: string, reply: FastifyReply) => void {
+    const series = new Map<string, Map<number, Observe>>();
+    return (method, reply) => {
+      let byStatus = series.get(method);
+      if (byStatus === undefined) series.set(method, (byStatus = new Map()));
+      let observe = byStatus.get(reply.statusCode);
+      if (observe === undefined) {
+        observe = requests.labels(operation, method, String(reply.statusCode)).observe;
+        byStatus.set(reply.statusCode, observe);
+      }
+      observe(reply.elapsedTime / 1000);
+    };
+  }
 
   return {
     registry,
