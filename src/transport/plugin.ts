@@ -1,5 +1,5 @@
 // How connections are treated: the drain when stopping, unread bodies, answers below routing, compression, shedding.
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -53,12 +53,13 @@ function limitConnections(server: Server, limit: number): void {
       oldest.destroy();
     }
   });
+  // Idle again once its answer is sent, unless it is closing; at the end of the idle order. One listener for every answer.
+  function answered(this: ServerResponse): void {
+    const socket = this.req.socket;
+    if (!socket.destroyed && open.has(socket)) idle.add(socket);
+  }
   server.on('request', (request, response) => {
-    const socket = request.socket;
-    idle.delete(socket);
-    // Idle again once its answer is sent, unless it is closing; at the end of the idle order.
-    response.once('finish', () => {
-      if (!socket.destroyed && open.has(socket)) idle.add(socket);
-    });
+    idle.delete(request.socket);
+    response.on('finish', answered);
   });
 }
