@@ -17,7 +17,8 @@
 // target in turn within a round: a service and its reference are measured seconds apart, several times,
 // and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
 // of the machine moves one round, not the whole ratio.
-// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, and BENCH_ONLY:
+// Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
+// (the services' LOG_LEVEL, warn; their lines go nowhere), and BENCH_ONLY:
 // run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
 // BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
 // span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
@@ -55,6 +56,7 @@ const ROUNDS = Math.max(1, Math.round(DURATION / ROUND_SECONDS));
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const ONLY = process.env.BENCH_ONLY ?? '';
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 
 interface Scenario {
   name: string;
@@ -335,7 +337,7 @@ async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT
   const child = spawn(node, args, {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', AUTH_FAILURES_PER_MINUTE: '0' },
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL: LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return { child, port, startupMs: await firstAnswer(child, port, started) };
