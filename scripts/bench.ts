@@ -337,7 +337,7 @@ async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT
   const child = spawn(node, args, {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL: LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0' },
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return { child, port, startupMs: await firstAnswer(child, port, started) };
