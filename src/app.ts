@@ -97,7 +97,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 }
 
 function serverOptions(config: AppDependencies['config'], redact: Redact, logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
-  const accessLog = new AccessLog();
+  const accessLog = new AccessLog(config.LOG_LEVEL);
   return {
     logger: loggerOptions(config.LOG_LEVEL, redact, logStream),
     logController: accessLog,

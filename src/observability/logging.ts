@@ -42,8 +42,22 @@ export function returnRequestId(request: FastifyRequest, reply: FastifyReply): v
 
 /** Fastify's two request lines as one access line, written with the answer; the arrival alone at debug, for a request that never ends. */
 export class AccessLog extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
+  /** Whether requests are logged at all: only then is an answer watched for a client gone first. */
+  readonly #logsRequests: boolean;
+
+  constructor(level: string) {
+    super();
+    this.#logsRequests = ['info', 'debug', 'trace'].includes(level);
+  }
+
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
     request.log.debug({ req: request }, 'incoming request');
+    if (!this.#logsRequests) return;
+    // Fastify writes no completion for an answer its client left before (HAProxy's health checks): the line is written here.
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished) return;
+      reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'client gone before the answer');
+    });
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
@@ -59,7 +73,7 @@ type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
 /** The pino logger Fastify builds from loggerOptions, with pino's documented level check. */
 type Pino = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
 
-/** Fastify's childLoggerFactory: a request's logger makes its pino child on its first line, so a request that logs nothing pays for none. */
+/** Fastify's childLoggerFactory: the pino child is made on a request's first line; one that logs nothing pays for none. */
 export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
   return new LazyChild(logger as Pino, bindings, options);
 }

@@ -467,7 +467,8 @@ t.test('X-Request-Id: a safe id is echoed and logged; an unsafe or missing one i
   t.equal(echoed.headers['x-request-id'], given, 'a safe id is echoed');
   const lines = logLinesOf(logs(), given);
   t.equal(lines.length, 1, 'and logged in one line');
-  t.match(lines[0], { msg: 'request completed', req: { method: 'GET', url: '/healthz' }, res: { statusCode: 200 }, responseTime: Number }, 'naming the request and its answer');
+  const line = { msg: 'request completed', req: { method: 'GET', url: '/healthz' }, res: { statusCode: 200 }, responseTime: Number };
+  t.match(lines[0], line, 'naming the request and its answer');
   const longest = 'b'.repeat(128);
   t.equal((await app.inject({ url: '/healthz', headers: { 'x-request-id': longest } })).headers['x-request-id'], longest, '128 characters are accepted');
 
