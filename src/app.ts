@@ -97,10 +97,9 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
 }
 
 function serverOptions(config: AppDependencies['config'], redact: Redact, logStream?: NodeJS.WritableStream): FastifyHttpOptions<Server> {
-  const accessLog = new AccessLog(config.LOG_LEVEL);
   return {
     logger: loggerOptions(config.LOG_LEVEL, redact, logStream),
-    logController: accessLog,
+    logController: new AccessLog(config.LOG_LEVEL),
     childLoggerFactory: lazyChildLogger,
     genReqId: requestIds(redact),
     // request.ip (logs, the failed-authentication guard) is then the client's, as trusted proxies report it.
@@ -110,8 +109,6 @@ function serverOptions(config: AppDependencies['config'], redact: Redact, logStr
     // Answered before any onRequest hook, so the request id is put on here.
     frameworkErrors: (error, request, reply) => {
       returnRequestId(request, reply);
-      // Fastify writes no completion for an answer below routing: its access line is written here.
-      reply.raw.once('finish', () => accessLog.requestCompleted(null, request, reply));
       frameworkErrorHandler(error, request, reply);
     },
     clientErrorHandler: answerClientError,

@@ -40,9 +40,9 @@ export function returnRequestId(request: FastifyRequest, reply: FastifyReply): v
   reply.header('x-request-id', request.id);
 }
 
-/** Fastify's two request lines as one access line, written with the answer; the arrival alone at debug, for a request that never ends. */
+/** Fastify's two request lines as one access line, written as the answer closes; the arrival alone at debug. */
 export class AccessLog extends LogController {
-  /** Whether requests are logged at all: only then is an answer watched for a client gone first. */
+  /** Whether requests are logged at all: only then is an answer watched. */
   readonly #logsRequests: boolean;
 
   constructor(level: string) {
@@ -52,18 +52,13 @@ export class AccessLog extends LogController {
 
   override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
     request.log.debug({ req: request }, 'incoming request');
+    // On close rather than Fastify's completion, which never comes below routing or for a client gone first (HAProxy's checks).
     if (!this.#logsRequests) return;
-    // Fastify writes no completion for an answer its client left before (HAProxy's health checks): the line is written here.
-    reply.raw.once('close', () => {
-      if (reply.raw.writableFinished) return;
-      reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'client gone before the answer');
-    });
+    reply.raw.once('close', () => reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed'));
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { req: request, res: reply, responseTime: reply.elapsedTime };
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else reply.log.info(line, 'request completed');
+    if (error) super.requestCompleted(error, request, reply);
   }
 }
 
