@@ -97,7 +97,8 @@ export class SqlPlants extends Repository {
     const refused = unstorableText(content);
     if (refused) return Promise.reject(refused);
     const plant = plantWith(id, content);
-    const columns = joined([...PLANT_FIELD_NAMES.map((field) => sql`${raw(field)} = ${content[field] ?? null}`), sql`version = ${this.driver.spelling.nextVersion}`], ', ');
+    const fields = PLANT_FIELD_NAMES.map((field) => sql`${raw(field)} = ${content[field] ?? null}`);
+    const columns = joined([...fields, sql`version = ${this.driver.spelling.nextVersion}`], ', ');
     const update = all(sql`UPDATE plants SET ${columns} WHERE id = ${id} RETURNING version`);
     return this.#conditionally('plant.replaced', id, precondition, function* (current) {
       // A replace that finds the same plant stored keeps its version, as a create that finds it does.
@@ -116,15 +117,19 @@ export class SqlPlants extends Repository {
   }
 
   /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
-  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: VersionedPlant) => Steps<VersionedPlant>): Promise<ConditionalWrite> {
+  #conditionally(
+    event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: VersionedPlant) => Steps<VersionedPlant>,
+  ): Promise<ConditionalWrite> {
     const origin = newOrigin();
     const select = plantsWhere(sql`id = ${id}${this.driver.spelling.forUpdate}`);
     return this.driver.write(function* (): Steps<ConditionalWrite> {
       const current = toVersioned(yield select);
       if (!current) return { outcome: 'missing' };
-      if (precondition && !precondition(current.plant, current.version)) return { outcome: 'precondition-failed', current: current.plant, version: current.version };
-      const { plant, version } = yield* change(current);
-      return { outcome: 'done', plant, version, eventWritten: yield* emit(event, plant, origin) };
+      if (precondition && !precondition(current.plant, current.version)) {
+        return { outcome: 'precondition-failed', current: current.plant, version: current.version };
+      }
+      const written = yield* change(current);
+      return { outcome: 'done', ...written, eventWritten: yield* emit(event, written.plant, origin) };
     }, event);
   }
 }
