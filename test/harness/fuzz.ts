@@ -1178,10 +1178,10 @@ export async function runFuzz(t: Pick<Test, 'testdir' | 'teardown'>, options: Fu
   };
 }
 
-/** The ETag of the plant a /plants/{id} URL names, as the store holds it now; undefined when it holds none. */
+/** The ETag of the plant a /plants/{id} URL names, as the store holds it now; undefined when it holds none (or no int64 id). */
 async function storedEtag(store: PlantStore, url: string): Promise<string | undefined> {
   const id = urlPlantId(url);
-  const stored = id === undefined ? undefined : await store.plants.getPlant(id);
+  const stored = id === undefined || id < INT64_MIN || id > INT64_MAX ? undefined : await store.plants.getPlant(id);
   return stored && plantEtag(stored.version);
 }
 
