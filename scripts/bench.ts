@@ -558,6 +558,8 @@ function peakRssMb(pid: number): string {
 }
 
 function print(): void {
+  // BENCH_ONLY naming no row: the starts alone.
+  if (rows.length === 0) return;
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
