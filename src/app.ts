@@ -17,7 +17,7 @@ import { createPlantHandlers } from './plants/handlers.ts';
 import security from './security/plugin.ts';
 import { readSpecification } from './spec-path.ts';
 import { withOutboxTrace } from './store/plants.ts';
-import { StoreUnavailableError, UnstorableTextError, type PlantStore } from './store/types.ts';
+import type { PlantStore } from './store/types.ts';
 import { compressionOf } from './transport/compression.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
@@ -44,10 +44,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
   await app.register(observability, { pendingDeliveries: () => plainStore.webhooks.countPendingDeliveries(), tracing: tracingOf(config), withOutboxTrace, redact });
   const { instrument } = app.observability;
   const [plants, tokens, webhooks] = [instrument(plainStore.plants), instrument(plainStore.tokens), instrument(plainStore.webhooks)];
-  await app.register(contract, {
-    isUnavailable: (error) => error instanceof StoreUnavailableError,
-    isInvalidInput: (error) => error instanceof UnstorableTextError,
-  });
+  await app.register(contract);
   await app.register(security, {
     corsOrigins: config.CORS_ORIGINS,
     tokens: { staticTokens: config.API_TOKENS, store: tokens, now: clock },

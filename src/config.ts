@@ -100,7 +100,13 @@ export type Config = FromExtendedSchema<{ parse: Parser }, typeof ENVIRONMENT, {
 // Traces are on once an OTLP endpoint is set, as the OpenTelemetry SDK reads it, unless OTEL_SDK_DISABLED.
 export function tracingOf(config: Config) {
   if (config.OTEL_SDK_DISABLED || (config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? config.OTEL_EXPORTER_OTLP_ENDPOINT) === undefined) return undefined;
-  return { dbSystem: /^postgres(ql)?:/.test(config.DATABASE_URL) ? ('postgresql' as const) : ('sqlite' as const) };
+  return { dbSystem: databaseOf(config.DATABASE_URL) ?? 'sqlite' };
+}
+
+/** The database DATABASE_URL names, by its scheme, as OpenTelemetry's db.system spells it; undefined for any other scheme. */
+export function databaseOf(databaseUrl: string): 'sqlite' | 'postgresql' | undefined {
+  if (databaseUrl.startsWith('sqlite:')) return 'sqlite';
+  return /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgresql' : undefined;
 }
 
 /** What the store is opened with: DATABASE_POOL_SIZE, DATABASE_STARTUP_TIMEOUT and DATABASE_QUERY_TIMEOUT. */

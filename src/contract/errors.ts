@@ -27,16 +27,9 @@ export class HttpError extends Refusal {
 const INTERNAL_ERROR = 'The service failed to handle this request; it has been logged.';
 const UNAVAILABLE = 'The service cannot reach its store right now; retry shortly.';
 
-export interface ErrorHandlingOptions {
-  /** Recognises failures of a dependency that may pass (a lost database connection): 503, not 500. */
-  isUnavailable: (error: unknown) => boolean;
-  /** Recognises input a lower layer refused (text the store cannot hold): 400 with the error's own message. */
-  isInvalidInput: (error: unknown) => boolean;
-}
-
-export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
+export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const failure = toHttpError(error, request, options);
+    const failure = toHttpError(error, request);
     if (failure.statusCode < 500) return refuse(request, reply, failure);
     request.log.error({ err: error }, 'request failed');
     return sendError(reply, failure);
@@ -70,12 +63,12 @@ function sendError(reply: FastifyReply, failure: HttpError): FastifyReply {
   return reply.code(failure.statusCode).headers(failure.headers).type('application/json; charset=utf-8').send(failure.body);
 }
 
-function toHttpError(error: FastifyError, request: FastifyRequest, options: ErrorHandlingOptions): HttpError {
+function toHttpError(error: FastifyError, request: FastifyRequest): HttpError {
   // The not-found route parses a body before its handler runs; the route's absence is the answer.
   if (request.is404) return notFound(request);
   if (error instanceof HttpError) return error;
-  if (options.isUnavailable(error)) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
-  if (options.isInvalidInput(error)) return new HttpError(400, error.message);
+  // A dependency that may come back (the store's StoreUnavailableError): retry, not a fault of the service.
+  if (error.statusCode === 503) return new HttpError(503, UNAVAILABLE, { 'retry-after': '1' });
   if (error.validation) return new HttpError(400, error.message);
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

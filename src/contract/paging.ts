@@ -3,10 +3,8 @@ import type { FastifyReply } from 'fastify';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { HttpError } from './errors.ts';
 
-/** Mirrors the default of the spec's `PageLimit`, which Ajv fills in before the handler runs. */
-export const DEFAULT_PAGE_SIZE = 100;
-
 export interface PageRequest {
+  /** Never absent here: Ajv fills in the default of the spec's `PageLimit` before the handler runs. */
   limit?: number;
   cursor?: string;
 }
@@ -16,7 +14,8 @@ export type PageReader<Item> = (after: bigint | undefined, limit: number) => Pro
 
 /** The pages of the collection at `path`, ordered by `keyOf`: a page's items and, when more follow, a `Link` repeating `filters`. */
 export function keysetPages<Item>(path: string, keyOf: (item: Item) => bigint) {
-  return async function page(reply: FastifyReply, { limit = DEFAULT_PAGE_SIZE, cursor }: PageRequest, read: PageReader<Item>, filters: Record<string, string | undefined> = {}): Promise<Item[]> {
+  return async function page(reply: FastifyReply, { limit: asked, cursor }: PageRequest, read: PageReader<Item>, filters: Record<string, string | undefined> = {}): Promise<Item[]> {
+    const limit = asked!;
     const after = cursor === undefined ? undefined : decodeCursor(cursor);
     // One item more than asked tells whether a next page exists without a count query.
     const items = await read(after, limit + 1);

@@ -2,13 +2,13 @@
 // Registered before any route, which takes the error handler and validator compiler in force when it is added.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { installErrorHandling, type ErrorHandlingOptions } from './errors.ts';
+import { installErrorHandling } from './errors.ts';
 import { useExactJsonBodies } from './json.ts';
 import { refuseMalformedQueries } from './query.ts';
 import { validatorCompiler } from './validation.ts';
 
-async function contract(app: FastifyInstance, options: ErrorHandlingOptions): Promise<void> {
-  installErrorHandling(app, options);
+async function contract(app: FastifyInstance): Promise<void> {
+  installErrorHandling(app);
   app.setValidatorCompiler(validatorCompiler);
   useExactJsonBodies(app);
   refuseMalformedQueries(app);

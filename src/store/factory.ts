@@ -1,6 +1,6 @@
 // Opens the store DATABASE_URL names, at startup; why it cannot be opened is said in one line, never with the password.
 import { parse } from 'pg-connection-string';
-import { loadConfig, storeOptions } from '../config.ts';
+import { databaseOf, loadConfig, storeOptions } from '../config.ts';
 import type { PostgresOptions } from './postgres.ts';
 import { SqlitePathError } from './sqlite-files.ts';
 import { SqliteStore, type SqliteOptions } from './sqlite.ts';
@@ -22,8 +22,9 @@ const SQLITE_FAILURES: Record<number, string> = {
 };
 
 export async function openStore(databaseUrl: string, options: StoreOptions = {}): Promise<PlantStore> {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length), options);
-  if (/^postgres(ql)?:\/\//.test(databaseUrl)) return openPostgres(databaseUrl, options);
+  const database = databaseOf(databaseUrl);
+  if (database === 'sqlite') return openSqlite(databaseUrl.slice('sqlite:'.length), options);
+  if (database === 'postgresql') return openPostgres(databaseUrl, options);
   // A URL may carry a password anywhere (user info, query string); name only its scheme.
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(databaseUrl)?.[0] ?? 'unrecognised';
   throw new DatabaseUrlError(

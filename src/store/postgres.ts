@@ -202,7 +202,7 @@ class PostgresDriver implements Driver {
     try {
       if (statement.kind === 'exec') return await on.query(statement.script);
       // Unnamed: a named statement lives in its server session, which a pooler in transaction mode shares between clients.
-      const text = statement.sql.text('postgres');
+      const text = statement.sql.text;
       const values = statement.sql.values;
       const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;

@@ -1,61 +1,11 @@
 // Statements written once for both databases, and the Driver that runs an operation's generator of them (in SQLite's group commit, or awaited).
+import { Sql } from 'sql-template-tag';
 import type { CreateResult, PlantRecord, WebhookEvent } from './types.ts';
 
+// A statement's text around its values, kept apart: `.sql` writes SQLite's `?` between the parts, `.text` PostgreSQL's `$1`, `$2`…
+export { default as sql, join as joined, raw, Sql } from 'sql-template-tag';
+
 export type Dialect = 'sqlite' | 'postgres';
-
-/** A statement's text around its values, kept apart: each dialect writes its own placeholders between the parts, never into them. */
-export class Sql {
-  readonly parts: string[];
-  readonly values: unknown[];
-
-  constructor(parts: string[], values: unknown[]) {
-    this.parts = parts;
-    this.values = values;
-  }
-
-  /** The text with `?` (SQLite) or `$1`, `$2`… (PostgreSQL) between the parts. */
-  text(dialect: Dialect): string {
-    if (dialect === 'sqlite') return this.parts.join('?');
-    let text = this.parts[0]!;
-    for (let at = 1; at < this.parts.length; at++) text += `$${at}${this.parts[at]}`;
-    return text;
-  }
-}
-
-/** A statement: each `${value}` becomes a parameter, each `${sql`…`}` or `${raw(…)}` part of the text. */
-export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
-  const parts: string[] = [];
-  const params: unknown[] = [];
-  let text = strings[0]!;
-  values.forEach((value, at) => {
-    if (value instanceof Sql) {
-      const [first, ...rest] = value.parts;
-      text += first;
-      for (const part of rest) {
-        parts.push(text);
-        text = part;
-      }
-      params.push(...value.values);
-    } else {
-      parts.push(text);
-      text = '';
-      params.push(value);
-    }
-    text += strings[at + 1]!;
-  });
-  parts.push(text);
-  return new Sql(parts, params);
-}
-
-/** Text written by this code (column lists, a dialect's spelling), never a value. */
-export function raw(text: string): Sql {
-  return new Sql([text], []);
-}
-
-/** The fragments joined by `separator`. */
-export function joined(fragments: Sql[], separator: string): Sql {
-  return fragments.reduce((all, fragment, at) => (at === 0 ? fragment : sql`${all}${raw(separator)}${fragment}`), raw(''));
-}
 
 /** A step: rows as objects (`all`) or arrays (`tuples`), the count of changed rows (`run`), a DDL script, or whether an event has subscribers. */
 export type Statement = { kind: 'all' | 'tuples' | 'run'; sql: Sql } | { kind: 'exec'; script: string } | { kind: 'wanted'; event: WebhookEvent };

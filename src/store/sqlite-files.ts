@@ -13,11 +13,7 @@ const PSEUDO_FILESYSTEMS = ['/proc', '/sys'];
 /** A path that cannot hold the database, or files other local users could read, change or replace; the message says what to do. */
 export class SqlitePathError extends Error {}
 
-interface OpenFile {
-  path: string;
-  fd: number;
-  mode: number;
-}
+type OpenFile = NonNullable<ReturnType<typeof openChecked>>;
 
 /** Prepares `path` for SQLite; returns a line for each existing file of ours whose mode was tightened. */
 export function preparePrivateFiles(path: string): string[] {
@@ -81,7 +77,7 @@ function checkDirectory(directory: string): void {
 }
 
 /** Opens `path` itself (never through a link) and checks the descriptor's type and owner; undefined when absent. */
-function openChecked(path: string, create: number): OpenFile | undefined {
+function openChecked(path: string, create: number) {
   let fd: number;
   try {
     fd = openSync(path, INSPECT | create, PRIVATE_FILE);

@@ -18,7 +18,7 @@ const MAX_RETRY_MS = 50;
 /** Free space on the database's filesystem that lets a storage fault's ping answer ready again: a batch's WAL frames fit. */
 const ROOM_TO_WRITE = 1024 * 1024;
 
-const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, sql`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`.text('sqlite')]));
+const WANTED = new Map(WEBHOOK_EVENTS.map((event) => [event, sql`SELECT 1 FROM webhook_subscriptions s WHERE ${wanting(event)} LIMIT 1`.sql]));
 
 export interface SqliteOptions {
   /** Told when writes find the write lock held by another process, once per wait. */
@@ -160,7 +160,7 @@ class SqliteDriver implements Driver {
   #execute(statement: Statement): unknown {
     if (statement.kind === 'wanted') return this.#wanted(statement.event);
     if (statement.kind === 'exec') return this.#db.exec(statement.script);
-    const prepared = this.#statement(statement.sql.text('sqlite'), statement.kind === 'tuples');
+    const prepared = this.#statement(statement.sql.sql, statement.kind === 'tuples');
     const values = statement.sql.values as never[];
     return statement.kind === 'run' ? Number(prepared.run(...values).changes) : prepared.all(...values);
   }

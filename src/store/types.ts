@@ -65,6 +65,8 @@ export interface TokenRecord {
 
 /** The database cannot be reached right now (connection lost, refused, busy); the request may be retried. */
 export class StoreUnavailableError extends Error {
+  readonly statusCode = 503;
+
   constructor(cause: unknown) {
     super(`The store is unavailable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
     this.name = 'StoreUnavailableError';
@@ -74,6 +76,7 @@ export class StoreUnavailableError extends Error {
 /** Text holding U+0000, which PostgreSQL cannot store: both drivers refuse it alike, so data stays movable between them. */
 export class UnstorableTextError extends Error {
   readonly field: string;
+  readonly statusCode = 400;
 
   constructor(field: string) {
     super(`The field "${field}" contains the NUL character (U+0000), which the store cannot hold.`);

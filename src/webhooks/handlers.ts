@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { components } from '../generated/openapi.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
-import { DEFAULT_PAGE_SIZE, keysetPages } from '../contract/paging.ts';
+import { keysetPages } from '../contract/paging.ts';
 import { SubscriptionLimitError, WEBHOOK_EVENTS, type Subscription, type WebhookRepository } from '../store/types.ts';
 import { targetProblem } from './targets.ts';
 
@@ -61,7 +61,7 @@ export function createWebhookHandlers(options: WebhookHandlerOptions): WebhookHa
     },
 
     async listWebhookDeliveries(request) {
-      const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit ?? DEFAULT_PAGE_SIZE);
+      const deliveries = await store.listDeliveries(request.params.webhookId, request.query.limit!);
       if (!deliveries) throw notFound(request.params.webhookId);
       return deliveries.map(({ messageId, ...rest }) => ({ id: messageId, ...rest }));
     },
@@ -73,15 +73,10 @@ function generateSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-function toWebhook(subscription: Subscription): components['schemas']['Webhook'] {
-  const { previousSecretExpiresAt } = subscription;
+function toWebhook({ disabledAt, previousSecretExpiresAt, ...subscription }: Subscription): components['schemas']['Webhook'] {
   return {
-    id: subscription.id,
-    url: subscription.url,
-    events: subscription.events,
-    createdAt: subscription.createdAt,
-    enabled: subscription.disabledAt === undefined,
-    ...(subscription.disabledReason !== undefined && { disabledReason: subscription.disabledReason }),
+    ...subscription,
+    enabled: disabledAt === undefined,
     // A rotation's overlap is shown while it lasts.
     ...(Date.parse(previousSecretExpiresAt ?? '') > Date.now() && { previousSecretExpiresAt }),
   };

@@ -96,7 +96,7 @@ t.test('every operation in openapi.yaml is routed to its handler', async (t) => 
 t.test('an operation without a handler stops the boot', async (t) => {
   const app = Fastify({ logger: false });
   t.teardown(() => app.close());
-  await app.register(contract, { isUnavailable: () => false, isInvalidInput: () => false });
+  await app.register(contract);
   const operationIds = [...deriveOperationFacts(spec).keys()].filter((operationId) => operationId !== 'createPlant');
   const handlers = Object.fromEntries(operationIds.map((operationId) => [operationId, async () => ({})])) as never;
   const refusal = await app.register(routes, { specification: spec, handlers, routeOptionsFor: () => ({}) }).then(() => undefined, (error: unknown) => error);
@@ -133,7 +133,7 @@ t.test('a schema Fastify cannot compile stops the start with a SpecificationErro
     path.reduce((node, key) => node[key], broken).type = type;
     const app = Fastify({ logger: false });
     t.teardown(() => app.close());
-    await app.register(contract, { isUnavailable: () => false, isInvalidInput: () => false });
+    await app.register(contract);
     const handlers = Object.fromEntries([...deriveOperationFacts(broken).keys()].map((operationId) => [operationId, async () => ({})])) as never;
     await app.register(routes, { specification: broken, handlers, routeOptionsFor: () => ({}) });
     const refusal = await app.ready().then(() => undefined, (error: unknown) => error);

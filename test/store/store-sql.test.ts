@@ -11,15 +11,15 @@ const statement = sql`SELECT '?' AS literal, ${'a value'} AS value, ${raw('1 + 1
 
 t.test('values stay apart from the text, in order, fragments and raw text included', async (t) => {
   t.same(statement.values, ['a value', 'fern?', 7]);
-  t.equal(statement.text('sqlite'), "SELECT '?' AS literal, ? AS value, 1 + 1 AS two WHERE tag = ? OR ? > 0");
-  t.equal(statement.text('postgres'), "SELECT '?' AS literal, $1 AS value, 1 + 1 AS two WHERE tag = $2 OR $3 > 0");
+  t.equal(statement.sql, "SELECT '?' AS literal, ? AS value, 1 + 1 AS two WHERE tag = ? OR ? > 0");
+  t.equal(statement.text, "SELECT '?' AS literal, $1 AS value, 1 + 1 AS two WHERE tag = $2 OR $3 > 0");
 });
 
 t.test('SQLite runs it as written: the literal keeps its ?', async (t) => {
   const db = new DatabaseSync(':memory:');
   t.teardown(() => db.close());
   const select = sql`SELECT '?' AS literal, ${'a value'} AS value, ${raw('1 + 1')} AS two`;
-  t.same({ ...db.prepare(select.text('sqlite')).get(...(select.values as string[])) }, { literal: '?', value: 'a value', two: 2 });
+  t.same({ ...db.prepare(select.sql).get(...(select.values as string[])) }, { literal: '?', value: 'a value', two: 2 });
 });
 
 t.test('PostgreSQL runs it as written: the literal keeps its ?, the jsonb ? operator works', await postgresTestOptions(), async (t) => {
@@ -27,6 +27,6 @@ t.test('PostgreSQL runs it as written: the literal keeps its ?, the jsonb ? oper
   await client.connect();
   t.teardown(() => client.end());
   const select = sql`SELECT '?' AS literal, ${'a value'}::text AS value, ${'{"fern": 1}'}::jsonb ? ${'fern'} AS has, ${'{}'}::jsonb ? 'fern' AS empty`;
-  const { rows } = await client.query({ text: select.text('postgres'), values: select.values });
+  const { rows } = await client.query({ text: select.text, values: select.values });
   t.same(rows, [{ literal: '?', value: 'a value', has: true, empty: false }]);
 });
