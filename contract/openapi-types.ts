@@ -1,19 +1,21 @@
 // What npm run generate writes from openapi.yaml, after checking it against the OpenAPI meta-schema
 // (src/contract/specification.ts): its TypeScript types (src/generated/openapi.ts, and the client
-// package's copy), and the JSON fields the client reads as bigint (packages/client/src/int64-fields.ts),
-// derived as the server derives its operations' facts. Each file's first line names the text checked.
+// package's copy), the JSON fields the client reads as bigint (packages/client/src/int64-fields.ts),
+// derived as the server derives its operations' facts, and the parsed contract the start reads
+// (src/generated/openapi.json). Each file names the sha256 of the text checked.
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { ContradictoryContractError, resolve } from '../src/contract/operation-facts.ts';
 import { checkSpecification, generatedHeader } from '../src/contract/specification.ts';
-import { parseSpecification } from '../src/spec-path.ts';
+import { GENERATED_CONTRACT_PATH, parseSpecification, renderGeneratedContract } from '../src/spec-path.ts';
 
 export const SPEC_URL = new URL('../openapi.yaml', import.meta.url);
 export const TYPES_URL = new URL('../src/generated/openapi.ts', import.meta.url);
+export const CONTRACT_URL = pathToFileURL(GENERATED_CONTRACT_PATH);
 /** The client package's own copy, so its build needs nothing outside packages/client. */
 export const CLIENT_TYPES_URL = new URL('../packages/client/src/openapi.ts', import.meta.url);
 /** The names under which the client reads a JSON number as bigint. */
@@ -44,7 +46,12 @@ export async function renderInt64Fields(text?: string): Promise<string> {
 export async function renderGenerated(text?: string): Promise<Map<URL, string>> {
   text ??= await readFile(SPEC_URL, 'utf8');
   const types = await renderTypes(text);
-  return new Map([[TYPES_URL, types], [CLIENT_TYPES_URL, types], [CLIENT_INT64_FIELDS_URL, await renderInt64Fields(text)]]);
+  return new Map([
+    [TYPES_URL, types],
+    [CLIENT_TYPES_URL, types],
+    [CLIENT_INT64_FIELDS_URL, await renderInt64Fields(text)],
+    [CONTRACT_URL, renderGeneratedContract(text, parseSpecification(text))],
+  ]);
 }
 
 /** Writes what renderGenerated answered; answers the paths written. */

@@ -10,16 +10,19 @@
 // shared 2-core machine either can come out ahead), the server's CPU time per request and the
 // share of CPU time the hypervisor gave other guests (steal) and the bytes received per answer,
 // headers included. Every answer is checked for its status. The service runs as `npm start` runs
-// it (the same Node flags), and so do the baselines and references, the compile cache on; each
-// start is the median of three starts to the first answer, and the peak RSS is the VmHWM of the
-// process over the whole run.
+// it (the same Node flags), and so do the baselines and references, the compile cache on. Starts are
+// measured first: after one unrecorded start each (it fills the compile cache), BENCH_STARTS rounds (5)
+// start every target in turn to its first answer on /healthz; the starts table gives min and median,
+// wall and CPU time, against the bare Fastify route's. The peak RSS is the VmHWM of the process over the
+// whole run.
 // Each row's time is split into BENCH_ROUNDS rounds (5), and each scenario runs round by round, every
 // target in turn within a round: a service and its reference are measured seconds apart, several times,
 // and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
 // of the machine moves one round, not the whole ratio.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
 // (the services' LOG_LEVEL, warn; their lines go nowhere), and BENCH_ONLY:
-// run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row).
+// run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row;
+// a text no row contains measures the starts alone).
 // BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
 // span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
 // References for the cost of the work itself (scripts/bench-targets.ts): bare Fastify routes doing the
@@ -57,6 +60,7 @@ const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const ONLY = process.env.BENCH_ONLY ?? '';
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
+const STARTS = integerSetting('BENCH_STARTS', 5, 1);
 
 interface Scenario {
   name: string;
@@ -248,8 +252,7 @@ const backends = BENCH_DATABASE_URL ? new pg.Client({ connectionString: BENCH_DA
 await backends?.connect();
 const running: Running[] = [];
 try {
-  const startups = new Map<string, number[]>();
-  for (const target of targets) startups.set(target.name, await measureStartups(target));
+  const startups = await measureStartups();
   for (const target of targets) {
     const { child, port } = await startTarget(target);
     running.push({ ...target, child, port });
@@ -264,9 +267,10 @@ try {
   const large = running.filter((target) => !target.baseline && !target.reference && LARGE_STORE > 0 && runsAtLarge);
   for (const target of large) await fillTo(target, LARGE_STORE);
   if (large.length > 0) rows.push(...(await driveInRounds(large, createAtLarge)));
-  for (const target of running) notes.push(startupAndMemoryNote(target, startups.get(target.name)!));
+  for (const target of running) notes.push(`${target.name}: peak RSS ${peakRssMb(target.child.pid!)} MB`);
   if (BEFORE !== undefined) notes.push(`${BEFORE_NAME}: the checkout at ${BEFORE}, run by ${targets.find((target) => target.name === BEFORE_NAME)!.node}`);
   print();
+  printStartups(startups);
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
   await backends?.end();
@@ -313,22 +317,47 @@ function referenceArgs(kind: string): string[] {
   return [...flags, 'scripts/bench-targets.ts', kind];
 }
 
-/** Three starts to the first answer, each stopped at once: the first start of a checkout also fills Node's compile cache. */
-async function measureStartups(target: Target): Promise<number[]> {
-  const startups: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const { child, startupMs } = await startTarget(target);
-    startups.push(startupMs);
-    await stop(child);
-  }
-  return startups.sort((a, b) => a - b);
+interface Startup {
+  wallMs: number;
+  /** The process's user + system CPU time at its first answer (clock ticks of 10 ms). */
+  cpuMs: number;
 }
 
-function startupAndMemoryNote(target: Running, startups: number[]): string {
-  return (
-    `${target.name}: first answer ${startups[1]!.toFixed(0)} ms after spawn (median of 3 starts: ${startups.map((ms) => ms.toFixed(0)).join(', ')}), ` +
-    `peak RSS ${peakRssMb(target.child.pid!)} MB`
+/** One unrecorded start of each target (the first start of a checkout fills Node's compile cache), then STARTS rounds of each in turn. */
+async function measureStartups(): Promise<Map<string, Startup[]>> {
+  const startups = new Map(targets.map((target) => [target.name, [] as Startup[]]));
+  for (let round = 0; round <= STARTS; round++) {
+    for (const target of targets) {
+      const { child, startupMs } = await startTarget(target);
+      const cpuMs = cpuMicroseconds(child.pid!) / 1000;
+      await stop(child);
+      if (round > 0) startups.get(target.name)!.push({ wallMs: startupMs, cpuMs });
+    }
+  }
+  return startups;
+}
+
+/** Min and median of each target's starts, and the medians against the bare Fastify route's, measured in the same rounds. */
+function printStartups(startups: Map<string, Startup[]>): void {
+  const stats = (name: string, pick: (startup: Startup) => number) => {
+    const sorted = startups.get(name)!.map(pick).sort((a, b) => a - b);
+    return { min: sorted[0]!, median: sorted[Math.floor(sorted.length / 2)]! };
+  };
+  const bare = { wall: stats('fastify route', (startup) => startup.wallMs), cpu: stats('fastify route', (startup) => startup.cpuMs) };
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(`\nStart: spawn to the first answer on /healthz, ${STARTS} rounds of every target in turn (load average ${load})`);
+  console.log(
+    `${'target'.padEnd(28)}${'min ms'.padStart(8)}${'median ms'.padStart(11)}${'× fastify'.padStart(11)}` +
+      `${'CPU min ms'.padStart(12)}${'CPU median'.padStart(12)}${'× fastify'.padStart(11)}`,
   );
+  for (const name of startups.keys()) {
+    const wall = stats(name, (startup) => startup.wallMs);
+    const cpu = stats(name, (startup) => startup.cpuMs);
+    console.log(
+      `${name.padEnd(28)}${wall.min.toFixed(0).padStart(8)}${wall.median.toFixed(0).padStart(11)}${(wall.median / bare.wall.median).toFixed(2).padStart(11)}` +
+        `${cpu.min.toFixed(0).padStart(12)}${cpu.median.toFixed(0).padStart(12)}${(cpu.median / bare.cpu.median).toFixed(2).padStart(11)}`,
+    );
+  }
 }
 
 async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT }: Target): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
@@ -531,6 +560,8 @@ function peakRssMb(pid: number): string {
 }
 
 function print(): void {
+  // BENCH_ONLY naming no row: the starts alone.
+  if (rows.length === 0) return;
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +

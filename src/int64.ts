@@ -6,6 +6,6 @@ export const INT64_MAX = 2n ** 63n - 1n;
 export const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
 
 /** JSON.stringify, writing each bigint as a plain JSON integer, digit for digit. */
-export function exactJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? JSON.rawJSON(String(item)) : item));
+export function exactJson(value: unknown, space?: number): string {
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? JSON.rawJSON(String(item)) : item), space);
 }

@@ -3,7 +3,7 @@ import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
 import { keysetPages } from '../contract/paging.ts';
-import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition } from '../store/types.ts';
+import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition, type VersionedPlant } from '../store/types.ts';
 import { plantEtag } from './representation.ts';
 
 export type PlantHandlers = Pick<ServiceHandlers, 'createPlant' | 'listPlants' | 'getPlant' | 'replacePlant' | 'deletePlant'>;
@@ -30,28 +30,28 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantReposi
     },
 
     async getPlant(request, reply) {
-      const plant = await store.getPlant(request.params.id);
-      if (!plant) throw notFound(request.params.id);
-      const etag = plantEtag(plant);
+      const stored = await store.getPlant(request.params.id);
+      if (!stored) throw notFound(request.params.id);
+      const etag = plantEtag(stored.version);
       // Read the condition before setting the ETag: a malformed one is a 400, which carries none.
       const fresh = ifNoneMatchHits(request.headers['if-none-match'], etag);
       reply.header('etag', etag);
-      return fresh ? reply.code(304).send() : plant;
+      return fresh ? reply.code(304).send() : stored.plant;
     },
 
     async replacePlant(request, reply) {
       const { id } = request.params;
       const result = await store.replacePlant(id, request.body, ifMatch(request.headers['if-match']));
-      const plant = writtenPlant(result, id);
+      const { plant, version } = written(result, id);
       if (wroteEvent(result)) afterChange?.();
-      reply.header('etag', plantEtag(plant));
+      reply.header('etag', plantEtag(version));
       return plant;
     },
 
     async deletePlant(request, reply) {
       const { id } = request.params;
       const result = await store.deletePlant(id, ifMatch(request.headers['if-match']));
-      writtenPlant(result, id);
+      written(result, id);
       if (wroteEvent(result)) afterChange?.();
       return reply.code(204).send();
     },
@@ -61,17 +61,17 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantReposi
 /** The If-Match header as a store precondition, checked against the plant inside the write. */
 function ifMatch(header: string | undefined): Precondition | undefined {
   const condition = ifMatchCondition(header);
-  return condition && ((current) => condition(plantEtag(current)));
+  return condition && ((_current, version) => condition(plantEtag(version)));
 }
 
-function writtenPlant(result: ConditionalWrite, id: bigint): PlantRecord {
+function written(result: ConditionalWrite, id: bigint): VersionedPlant {
   if (result.outcome === 'missing') throw notFound(id);
   if (result.outcome === 'precondition-failed') {
     throw new HttpError(412, `The plant with id ${id} no longer matches If-Match; nothing was changed.`, {
-      etag: plantEtag(result.current),
+      etag: plantEtag(result.version),
     });
   }
-  return result.plant;
+  return result;
 }
 
 function wroteEvent(result: ConditionalWrite): boolean {

@@ -2,14 +2,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { COLUMN_KINDS, PLANT_FIELD_NAMES, PLANT_FIELDS } from './plant-fields.ts';
-import { joined, raw, Repository, run, sql, type EventOrigin, type Sql, type Statement, type Steps } from './sql.ts';
+import { all, joined, raw, Repository, run, sql, type EventOrigin, type Spelling, type Sql, type Statement, type Steps } from './sql.ts';
 import { pageStart, plantWith, samePlant, unstorableText, type ConditionalWrite, type CreateResult, type PageQuery, type PlantContent, type PlantRecord,
-  type Precondition, type WebhookEvent } from './types.ts';
+  type Precondition, type VersionedPlant, type WebhookEvent } from './types.ts';
 import { emit } from './webhooks.ts';
 
-// Every plant statement names the columns of PLANT_FIELDS (plant-fields.ts), in its order.
+// Every plant statement names the columns of PLANT_FIELDS (plant-fields.ts), in its order; a read ends with the version.
 const FIELDS = raw(PLANT_FIELD_NAMES.join(', '));
-const PLANTS = sql`SELECT id, ${FIELDS} FROM plants WHERE`;
+const PLANTS = sql`SELECT id, ${FIELDS}, version FROM plants WHERE`;
 const READERS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].read);
 
 /** The plants a condition selects, as rows of column values for toPlants. */
@@ -17,7 +17,7 @@ export function plantsWhere(condition: Sql): Statement {
   return { kind: 'tuples', sql: sql`${PLANTS} ${condition}` };
 }
 
-/** The id, then each field's column in PLANT_FIELDS order. */
+/** The id, then each field's column in PLANT_FIELDS order, then the version. */
 type PlantRow = [bigint, ...unknown[]];
 
 /** A plant as a record: no key for a null column. */
@@ -34,15 +34,20 @@ export function toPlants(rows: unknown): PlantRecord[] {
   return (rows as PlantRow[]).map(toPlant);
 }
 
+function toVersioned(rows: unknown): VersionedPlant | undefined {
+  const row = (rows as PlantRow[])[0];
+  return row && { plant: toPlant(row), version: row[READERS.length + 1] as bigint };
+}
+
 /** The outcome of a create that found `stored` at its id. */
 export function judged(plant: PlantRecord, stored: PlantRecord): CreateResult {
   return { outcome: samePlant(stored, plant) ? 'unchanged' : 'conflict', stored };
 }
 
-function* createOne(plant: PlantRecord, origin: EventOrigin): Steps<CreateResult> {
-  const values = joined([sql`${plant.id}`, ...PLANT_FIELD_NAMES.map((field) => sql`${plant[field] ?? null}`)], ', ');
+function* createOne(plant: PlantRecord, origin: EventOrigin, spelling: Spelling): Steps<CreateResult> {
+  const values = joined([sql`${plant.id}`, ...PLANT_FIELD_NAMES.map((field) => sql`${plant[field] ?? null}`), spelling.nextVersion], ', ');
   for (;;) {
-    if ((yield run(sql`INSERT INTO plants (id, ${FIELDS}) VALUES (${values}) ON CONFLICT (id) DO NOTHING`)) === 1) {
+    if ((yield run(sql`INSERT INTO plants (id, ${FIELDS}, version) VALUES (${values}) ON CONFLICT (id) DO NOTHING`)) === 1) {
       return { outcome: 'created', stored: plant, eventWritten: yield* emit('plant.created', plant, origin) };
     }
     // Each statement sees what is committed: if the row that won was deleted meanwhile, insert again.
@@ -68,7 +73,7 @@ export class SqlPlants extends Repository {
     const refused = unstorableText(plant);
     if (refused) return Promise.reject(refused);
     const origin = newOrigin();
-    const alone = () => this.driver.write(() => createOne(plant, origin), 'plant.created');
+    const alone = () => this.driver.write(() => createOne(plant, origin, this.driver.spelling), 'plant.created');
     return this.driver.createPlant ? this.driver.createPlant(plant, origin, alone) : alone();
   }
 
@@ -84,32 +89,47 @@ export class SqlPlants extends Repository {
     return this.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
   }
 
-  getPlant(id: bigint): Promise<PlantRecord | undefined> {
-    return this.query(plantsWhere(sql`id = ${id}`), (rows) => toPlants(rows)[0]);
+  getPlant(id: bigint): Promise<VersionedPlant | undefined> {
+    return this.query(plantsWhere(sql`id = ${id}`), toVersioned);
   }
 
   replacePlant(id: bigint, content: PlantContent, precondition?: Precondition): Promise<ConditionalWrite> {
     const refused = unstorableText(content);
     if (refused) return Promise.reject(refused);
-    const columns = joined(PLANT_FIELD_NAMES.map((field) => sql`${raw(field)} = ${content[field] ?? null}`), ', ');
-    return this.#conditionally('plant.replaced', id, precondition, () => [sql`UPDATE plants SET ${columns} WHERE id = ${id}`, plantWith(id, content)]);
+    const plant = plantWith(id, content);
+    const fields = PLANT_FIELD_NAMES.map((field) => sql`${raw(field)} = ${content[field] ?? null}`);
+    const columns = joined([...fields, sql`version = ${this.driver.spelling.nextVersion}`], ', ');
+    const update = all(sql`UPDATE plants SET ${columns} WHERE id = ${id} RETURNING version`);
+    return this.#conditionally('plant.replaced', id, precondition, function* (current) {
+      // A replace that finds the same plant stored keeps its version, as a create that finds it does.
+      if (samePlant(current.plant, plant)) return current;
+      const [written] = (yield update) as { version: bigint }[];
+      return { plant, version: written!.version };
+    });
   }
 
   deletePlant(id: bigint, precondition?: Precondition): Promise<ConditionalWrite> {
-    return this.#conditionally('plant.deleted', id, precondition, (current) => [sql`DELETE FROM plants WHERE id = ${id}`, current]);
+    const remove = run(sql`DELETE FROM plants WHERE id = ${id}`);
+    return this.#conditionally('plant.deleted', id, precondition, function* (current) {
+      yield remove;
+      return current;
+    });
   }
 
   /** A plant change whose precondition is decided against the row as the write's transaction holds it. */
-  #conditionally(event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: PlantRecord) => [Sql, PlantRecord]): Promise<ConditionalWrite> {
+  #conditionally(
+    event: WebhookEvent, id: bigint, precondition: Precondition | undefined, change: (current: VersionedPlant) => Steps<VersionedPlant>,
+  ): Promise<ConditionalWrite> {
     const origin = newOrigin();
     const select = plantsWhere(sql`id = ${id}${this.driver.spelling.forUpdate}`);
     return this.driver.write(function* (): Steps<ConditionalWrite> {
-      const [current] = toPlants(yield select);
+      const current = toVersioned(yield select);
       if (!current) return { outcome: 'missing' };
-      if (precondition && !precondition(current)) return { outcome: 'precondition-failed', current };
-      const [statement, plant] = change(current);
-      yield run(statement);
-      return { outcome: 'done', plant, eventWritten: yield* emit(event, plant, origin) };
+      if (precondition && !precondition(current.plant, current.version)) {
+        return { outcome: 'precondition-failed', current: current.plant, version: current.version };
+      }
+      const written = yield* change(current);
+      return { outcome: 'done', ...written, eventWritten: yield* emit(event, written.plant, origin) };
     }, event);
   }
 }

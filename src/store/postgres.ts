@@ -29,6 +29,7 @@ const INT8_OID = 20;
 const FIELD_LIST = raw(PLANT_FIELD_NAMES.join(', '));
 const BATCH_COLUMNS = raw(['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'].join(', '));
 const NEW_EVENTS = raw('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s');
+const NEXT_VERSION = raw("nextval('plant_versions')");
 
 function createPlants(creates: PendingCreate[]): Sql {
   const column = (values: unknown[], type: string) => sql`${values}::${raw(type)}`;
@@ -42,7 +43,8 @@ function createPlants(creates: PendingCreate[]): Sql {
   ], ', ');
   const events = outboxInsert(NEW_EVENTS, 'plant.created', raw('input.key'), raw('input.payload'), sql`${new Date().toISOString()}::timestamptz`, raw('input.traceparent'));
   return sql`WITH input AS (SELECT * FROM unnest(${arrays}) AS t(${BATCH_COLUMNS})),
-    created AS (INSERT INTO plants (id, ${FIELD_LIST}) SELECT id, ${FIELD_LIST} FROM input ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id),
+    created AS (INSERT INTO plants (id, ${FIELD_LIST}, version) SELECT id, ${FIELD_LIST}, ${NEXT_VERSION} FROM input ORDER BY id
+      ON CONFLICT (id) DO NOTHING RETURNING id),
     events AS (${events} RETURNING 1)
     SELECT id, EXISTS (SELECT 1 FROM events) AS wrote_deliveries FROM created`;
 }
@@ -95,6 +97,7 @@ class PostgresDriver implements Driver {
     takeTurns: (kind) => raw(`SELECT pg_advisory_xact_lock(${TURN_LOCKS[kind]})`),
     firstDeliveries: (where, order, limit) =>
       sql`CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER)) x`,
+    nextVersion: NEXT_VERSION,
   };
   readonly #pool: pg.Pool;
   #closed = false;

@@ -26,6 +26,8 @@ export interface Spelling {
   takeTurns?: (kind: 'first token' | 'subscription') => Sql;
   /** A join giving each row before it its first `limit` deliveries as `x`: those `where(alias)` selects, in the order `order(alias)`. */
   firstDeliveries: (where: (alias: string) => Sql, order: (alias: string) => Sql, limit: number) => Sql;
+  /** A plant version never handed out before in this store (migration 8), for the write that sets it. */
+  nextVersion: Sql;
 }
 
 /** Read as a call begins, so that batching moves neither: the event's key (its message ids) and the caller's trace. */

@@ -48,6 +48,7 @@ class SqliteDriver implements Driver {
     // No LATERAL: the ids of each row's first deliveries, looked up by id.
     firstDeliveries: (where, order, limit) => sql`JOIN webhook_deliveries x ON x.id IN (
       SELECT y.id FROM webhook_deliveries y WHERE ${where('y')} ORDER BY ${order('y')} LIMIT CAST(${limit} AS INTEGER))`,
+    nextVersion: raw('(SELECT last + 1 FROM plant_versions)'),
   };
   readonly #db: DatabaseSync;
   /** Statements prepared once per SQL text, reading integers as BigInt so that int64 ids stay exact. */

@@ -32,13 +32,19 @@ export interface PageQuery {
   tag?: string;
 }
 
-/** Decides, against the plant as stored right now, whether a conditional write may proceed. */
-export type Precondition = (current: PlantRecord) => boolean;
+/** A plant as stored, and the version its last change was given (the source of its ETag): never one it or another had before. */
+export interface VersionedPlant {
+  plant: PlantRecord;
+  version: bigint;
+}
+
+/** Decides, against the plant as stored right now and its version, whether a conditional write may proceed. */
+export type Precondition = (current: PlantRecord, version: bigint) => boolean;
 
 export type ConditionalWrite =
-  | { outcome: 'done'; plant: PlantRecord; eventWritten?: boolean }
+  | { outcome: 'done'; plant: PlantRecord; version: bigint; eventWritten?: boolean }
   | { outcome: 'missing' }
-  | { outcome: 'precondition-failed'; current: PlantRecord };
+  | { outcome: 'precondition-failed'; current: PlantRecord; version: bigint };
 
 export interface NewTokenRecord {
   name: string;

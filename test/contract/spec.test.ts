@@ -2,9 +2,9 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import Fastify from 'fastify';
-import { CLIENT_INT64_FIELDS_URL, CLIENT_TYPES_URL, renderInt64Fields, renderTypes, SPEC_URL, TYPES_URL } from '../../contract/openapi-types.ts';
+import { CLIENT_INT64_FIELDS_URL, CLIENT_TYPES_URL, CONTRACT_URL, renderInt64Fields, renderTypes, SPEC_URL, TYPES_URL } from '../../contract/openapi-types.ts';
 import { checkSpecification } from '../../src/contract/specification.ts';
-import { parseSpecification, SpecificationError } from '../../src/spec-path.ts';
+import { checkedByGenerate, parseSpecification, readSpecification, renderGeneratedContract, SpecificationError } from '../../src/spec-path.ts';
 import contract from '../../src/contract/plugin.ts';
 import routes from '../../src/contract/routes.ts';
 import { deriveOperationFacts } from '../../src/contract/operation-facts.ts';
@@ -14,6 +14,13 @@ import { build } from '../harness/helper.ts';
 
 t.test('src/generated/openapi.ts matches openapi.yaml (run npm run generate)', async (t) => {
   t.equal(await readFile(TYPES_URL, 'utf8'), await renderTypes());
+});
+
+t.test('src/generated/openapi.json, the contract a start reads, matches openapi.yaml (run npm run generate)', async (t) => {
+  const text = await readFile(SPEC_URL, 'utf8');
+  t.equal(await readFile(CONTRACT_URL, 'utf8'), renderGeneratedContract(text, parseSpecification(text)));
+  t.ok(checkedByGenerate(), 'a start reads it rather than parsing openapi.yaml');
+  t.strictSame(readSpecification(), parseSpecification(text), 'as openapi.yaml parses, each int64 beyond a double a bigint');
 });
 
 t.test("the client package's copy, packages/client/src/openapi.ts, matches openapi.yaml (run npm run generate)", async (t) => {

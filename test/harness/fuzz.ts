@@ -820,8 +820,8 @@ function bodyObject(payload: Buffer): Json | undefined {
  * Applies a successful write to the model after checking it against the request and the answer;
  * answers what is wrong. Every other answer must leave the store as it was.
  */
-function applyWrite(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer): string[] {
-  const problems = conditionProblems(model, request, operationId, answer);
+function applyWrite(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer, etag: string | undefined): string[] {
+  const problems = conditionProblems(model, request, operationId, answer, etag);
   const success = answer.statusCode >= 200 && answer.statusCode < 300;
   if (!success || request.method === 'GET' || request.method === 'HEAD') return problems;
   const sent = bodyObject(answer.rawPayload);
@@ -835,21 +835,20 @@ const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
 
 /**
  * PUT and DELETE on a plant: 404 exactly when the plant is missing; with If-Match (RFC 9110,
- * strong comparison), a write only while the header names the plant's ETag, 412 otherwise.
+ * strong comparison), a write only while the header names the plant's ETag (`etag`, the store's before the write), 412 otherwise.
  */
-function conditionProblems(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer): string[] {
+function conditionProblems(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer, etag: string | undefined): string[] {
   if (operationId !== 'replacePlant' && operationId !== 'deletePlant') return [];
   const id = urlPlantId(request.url);
   const stored = id === undefined ? undefined : model.get(id);
   const status = answer.statusCode;
   if (status === 404 && stored !== undefined) return [`${request.method} ${request.url} answered 404 for a stored plant`];
-  if (stored === undefined || (status !== 412 && (status < 200 || status >= 300))) return [];
+  if (stored === undefined || etag === undefined || (status !== 412 && (status < 200 || status >= 300))) return [];
   const header = request.headers['if-match'];
   if (typeof header !== 'string') return status === 412 ? [`${request.method} ${request.url} answered 412 without If-Match`] : [];
   // A #entity-tag list (RFC 9110 §5.6.1): empty elements do not count, so "" and "," name no tag.
   const tags = header.trim() === '*' ? '*' : header.split(',').map((tag) => tag.trim()).filter((tag) => tag !== '');
   if (tags !== '*' && tags.some((tag) => !ENTITY_TAG.test(tag))) return [`${request.method} ${request.url} answered ${status} to the malformed If-Match ${JSON.stringify(header)}`];
-  const etag = plantEtag({ id: id!, ...stored });
   const matches = tags === '*' || tags.includes(etag);
   if (matches && status === 412) return [`${request.method} ${request.url} answered 412 though If-Match ${JSON.stringify(header)} names ${etag}`];
   if (!matches && status !== 412) return [`${request.method} ${request.url} answered ${status} though If-Match ${JSON.stringify(header)} does not name ${etag}`];
@@ -913,18 +912,17 @@ function storeProblems(model: Plants, stored: Plants): string[] {
 }
 
 /** Reads must answer what the store holds. */
-function readProblems(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer): string[] {
+function readProblems(model: Plants, request: FuzzRequest, operationId: string | undefined, answer: Answer, etag: string | undefined): string[] {
   if (request.method !== 'GET') return [];
-  if (operationId === 'getPlant') return plantReadProblems(model, request, answer);
+  if (operationId === 'getPlant') return plantReadProblems(model, request, answer, etag);
   if (operationId === 'listPlants' && answer.statusCode === 200) return pageProblems(model, request.url, answer);
   return [];
 }
 
-/** GET /plants/{id}: the stored content, its ETag; 304 only when If-None-Match names that ETag. */
-function plantReadProblems(model: Plants, request: FuzzRequest, answer: Answer): string[] {
+/** GET /plants/{id}: the stored content, its ETag (`etag`, the store's); 304 only when If-None-Match names that ETag. */
+function plantReadProblems(model: Plants, request: FuzzRequest, answer: Answer, etag: string | undefined): string[] {
   const id = urlPlantId(request.url);
   const stored = id === undefined ? undefined : model.get(id);
-  const etag = stored === undefined ? undefined : plantEtag({ id: id!, ...stored });
   if (answer.statusCode === 404 && stored !== undefined) return [`GET ${request.url} answered 404 for a stored plant`];
   if (answer.statusCode !== 200 && answer.statusCode !== 304) return [];
   const problems: string[] = [];
@@ -1085,7 +1083,8 @@ export async function openSession(t: Pick<Test, 'testdir' | 'teardown'>, { stric
     requests++;
     if (requests % CLOCK_STEP === 0) clockOffset += 61_000; // the failure limiter's window passes
     if (requests % 200 === 0 && (await store.webhooks.listSubscriptions({ limit: 1000 })).length === 0) await subscribe(store, requests);
-    const sent = withCurrentEtag(request, model);
+    const etag = await storedEtag(store, request.url);
+    const sent = withCurrentEtag(request, etag);
     const response = await app.inject({
       method: sent.method,
       url: sent.url,
@@ -1102,10 +1101,12 @@ export async function openSession(t: Pick<Test, 'testdir' | 'teardown'>, { stric
     count(statuses, `${operationId ?? (sent.method === 'HEAD' ? 'HEAD (no route)' : 'no route')} ${answer.statusCode}`);
     for (const label of sent.classes) count(classes, label);
 
-    const found = [...contract, ...readProblems(model, sent, operationId, answer)];
+    const found = [...contract, ...readProblems(model, sent, operationId, answer, etag)];
     if (sent.method !== 'GET' && sent.method !== 'HEAD') {
       const before = model.size;
-      found.push(...applyWrite(model, sent, operationId, answer));
+      const content = urlPlantId(sent.url) === undefined ? undefined : model.get(urlPlantId(sent.url)!);
+      found.push(...applyWrite(model, sent, operationId, answer, etag));
+      if (operationId === 'replacePlant' && answer.statusCode === 200) found.push(...replacedEtagProblems(sent, answer, content, etag, await storedEtag(store, sent.url)));
       const stored = await snapshot(store);
       const drift = storeProblems(model, stored);
       if (drift.length > 0) {
@@ -1177,14 +1178,29 @@ export async function runFuzz(t: Pick<Test, 'testdir' | 'teardown'>, options: Fu
   };
 }
 
-function withCurrentEtag(request: FuzzRequest, model: Plants): FuzzRequest {
+/** The ETag of the plant a /plants/{id} URL names, as the store holds it now; undefined when it holds none (or no int64 id). */
+async function storedEtag(store: PlantStore, url: string): Promise<string | undefined> {
+  const id = urlPlantId(url);
+  const stored = id === undefined || id < INT64_MIN || id > INT64_MAX ? undefined : await store.plants.getPlant(id);
+  return stored && plantEtag(stored.version);
+}
+
+/** A PUT answers the ETag the store now holds: a new one when the content changed, the same one when it did not. */
+function replacedEtagProblems(request: FuzzRequest, answer: Answer, before: PlantContent | undefined, etagBefore: string | undefined, etagAfter: string | undefined): string[] {
+  const sent = bodyObject(answer.rawPayload);
+  const content = sent && (sent.tag === undefined ? { name: sent.name } : { name: sent.name, tag: sent.tag });
+  const problems: string[] = [];
+  if (answer.headers.etag !== etagAfter) problems.push(`PUT ${request.url} answered ETag ${String(answer.headers.etag)}, the store holds ${String(etagAfter)}`);
+  const unchanged = sameContent(before, content as PlantContent | undefined);
+  if (unchanged !== (etagBefore === etagAfter)) problems.push(`PUT ${request.url} ${unchanged ? 'changed the ETag of an unchanged' : 'kept the ETag of a changed'} plant`);
+  return problems;
+}
+
+function withCurrentEtag(request: FuzzRequest, etag: string | undefined): FuzzRequest {
   const headers = { ...request.headers };
-  const id = urlPlantId(request.url);
-  const current = id === undefined ? undefined : model.get(id);
-  const etag = current === undefined || id === undefined ? '"no-such-plant"' : plantEtag({ id, ...current });
   for (const name of ['if-match', 'if-none-match']) {
     const value = headers[name];
-    if (typeof value === 'string' && value.includes(CURRENT_ETAG)) headers[name] = value.replaceAll(CURRENT_ETAG, etag);
+    if (typeof value === 'string' && value.includes(CURRENT_ETAG)) headers[name] = value.replaceAll(CURRENT_ETAG, etag ?? '"no-such-plant"');
   }
   return { ...request, headers };
 }

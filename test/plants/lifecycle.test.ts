@@ -217,6 +217,31 @@ t.test('PUT /plants/{id} replaces name and tag and answers the new ETag', async 
   t.equal((await client.GET('/plants/{id}', { params: { path: { id: 2n } } })).response.status, 404, 'nothing was created');
 });
 
+t.test('the ETag names the version of the plant: new with every change, never one it had before', async (t) => {
+  const { app } = await build(t);
+  const client = typedClient(t, app);
+  const etagOf = async () => (await client.GET('/plants/{id}', { params: { path: { id: ABOVE_2_53 } } })).response.headers.get('etag')!;
+  await createMany(client, [{ id: ABOVE_2_53, name: 'Monstera', tag: 'aroid' }]);
+  const seen = [await etagOf()];
+  await createMany(client, [{ id: ABOVE_2_53, name: 'Monstera', tag: 'aroid' }]);
+  t.equal(await etagOf(), seen[0], 'an identical create changes nothing, the ETag neither');
+  for (const name of ['Monstera deliciosa', 'Monstera']) {
+    const replaced = await client.PUT('/plants/{id}', { params: { path: { id: ABOVE_2_53 } }, body: { name, tag: 'aroid' } });
+    const etag = replaced.response.headers.get('etag')!;
+    t.notOk(seen.includes(etag), `replaced by ${name}: an ETag the plant never had, even for content it had before`);
+    seen.push(etag);
+  }
+  const same = await client.PUT('/plants/{id}', { params: { path: { id: ABOVE_2_53 } }, body: { name: 'Monstera', tag: 'aroid' } });
+  t.equal(same.response.headers.get('etag'), seen.at(-1), 'a replace with the same content keeps the ETag');
+
+  t.equal((await client.DELETE('/plants/{id}', { params: { path: { id: ABOVE_2_53 } } })).response.status, 204);
+  await createMany(client, [{ id: ABOVE_2_53, name: 'Monstera', tag: 'aroid' }]);
+  const recreated = await etagOf();
+  t.notOk(seen.includes(recreated), 'deleted and created again with the same content: a new ETag');
+  const stale = await client.DELETE('/plants/{id}', { params: { path: { id: ABOVE_2_53 }, header: { 'If-Match': seen[0]! } } });
+  t.equal(stale.response.status, 412, 'so an ETag from before the delete no longer matches');
+});
+
 t.test('PUT bodies are strict, as in POST', async (t) => {
   const { app } = await build(t);
   const client = typedClient(t, app);

@@ -368,11 +368,11 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
         { id: INT64_MAX, name: 'int64 max' },
       ]);
       for (const plant of plants) {
-        const found = await store.plants.getPlant(plant.id);
+        const found = (await store.plants.getPlant(plant.id))?.plant;
         t.strictSame(found, plant, `${plant.id} exactly`);
         t.equal(typeof found?.id, 'bigint', `${plant.id} as bigint`);
       }
-      t.notOk('tag' in (await store.plants.getPlant(-1n))!, 'an untagged plant carries no tag field');
+      t.notOk('tag' in (await store.plants.getPlant(-1n))!.plant, 'an untagged plant carries no tag field');
       for (const id of [INT64_MIN + 1n, -2n, 1n, TWO_53 - 1n, TWO_53 + 2n, INT64_MAX - 1n]) {
         t.equal(await store.plants.getPlant(id), undefined, `${id} is not stored`);
       }
@@ -386,19 +386,19 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
 
       const replaced = await store.plants.replacePlant(id, { name: 'Monstera deliciosa', tag: 'big' });
       expectWrite(t, replaced, { outcome: 'done', plant: { id, name: 'Monstera deliciosa', tag: 'big' } }, 'name and tag');
-      t.strictSame(await store.plants.getPlant(id), { id, name: 'Monstera deliciosa', tag: 'big' }, 'getPlant shows the new plant');
-      t.strictSame(await store.plants.getPlant(TWO_53), neighbour, 'the neighbour below is untouched');
+      t.strictSame((await store.plants.getPlant(id))?.plant, { id, name: 'Monstera deliciosa', tag: 'big' }, 'getPlant shows the new plant');
+      t.strictSame((await store.plants.getPlant(TWO_53))?.plant, neighbour, 'the neighbour below is untouched');
       t.strictSame(await store.plants.listPlants({ tag: 'aroid', limit: 100 }), [neighbour], 'the old tag no longer finds it');
       t.strictSame(await store.plants.listPlants({ tag: 'big', limit: 100 }), [{ id, name: 'Monstera deliciosa', tag: 'big' }], 'the new tag does');
 
       const untagged = await store.plants.replacePlant(id, { name: 'Plain' });
       expectWrite(t, untagged, { outcome: 'done', plant: { id, name: 'Plain' } }, 'without a tag');
-      t.strictSame(await store.plants.getPlant(id), { id, name: 'Plain' }, 'replacing without a tag removes the tag');
+      t.strictSame((await store.plants.getPlant(id))?.plant, { id, name: 'Plain' }, 'replacing without a tag removes the tag');
       t.strictSame(await store.plants.listPlants({ tag: 'big', limit: 100 }), [], 'the removed tag finds nothing');
       t.equal((await store.plants.createPlant({ id, name: 'Plain' })).outcome, 'unchanged', 'createPlant sees the untagged plant');
 
       expectWrite(t, await store.plants.replacePlant(id, { name: 'Plain', tag: '' }), { outcome: 'done', plant: { id, name: 'Plain', tag: '' } }, 'an empty tag');
-      t.strictSame(await store.plants.getPlant(id), { id, name: 'Plain', tag: '' }, 'an empty tag is stored as an empty tag');
+      t.strictSame((await store.plants.getPlant(id))?.plant, { id, name: 'Plain', tag: '' }, 'an empty tag is stored as an empty tag');
 
       expectWrite(t, await store.plants.replacePlant(id, { name: 'Plain', tag: '' }), { outcome: 'done', plant: { id, name: 'Plain', tag: '' } }, 'the same content again');
       t.strictSame(await store.plants.listPlants({ limit: 100 }), [neighbour, { id, name: 'Plain', tag: '' }], 'no plant created or lost');
@@ -430,7 +430,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       expectWrite(t, refused, { outcome: 'precondition-failed', current }, 'a false precondition');
       t.ok(refuse.received.length > 0, 'the precondition was asked');
       for (const received of refuse.received) t.strictSame(received, current, 'it received the plant as stored now, not as first created');
-      t.strictSame(await store.plants.getPlant(id), current, 'the stored plant is unchanged');
+      t.strictSame((await store.plants.getPlant(id))?.plant, current, 'the stored plant is unchanged');
       t.strictSame(await store.plants.listPlants({ tag: 'no', limit: 100 }), [], 'the refused tag was not written');
 
       const allow = recording(true);
@@ -438,7 +438,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       expectWrite(t, allowed, { outcome: 'done', plant: { id, name: 'Allowed', tag: 'yes' } }, 'a true precondition');
       t.ok(allow.received.length > 0, 'the precondition was asked');
       for (const received of allow.received) t.strictSame(received, current, 'it received the plant before this write');
-      t.strictSame(await store.plants.getPlant(id), { id, name: 'Allowed', tag: 'yes' });
+      t.strictSame((await store.plants.getPlant(id))?.plant, { id, name: 'Allowed', tag: 'yes' });
 
       const again = recording(false);
       expectWrite(
@@ -479,7 +479,7 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       expectWrite(t, await store.plants.deletePlant(id, refuse.precondition), { outcome: 'precondition-failed', current: plant }, 'a false precondition');
       t.ok(refuse.received.length > 0, 'the precondition was asked');
       for (const received of refuse.received) t.strictSame(received, plant, 'it received the stored plant');
-      t.strictSame(await store.plants.getPlant(id), plant, 'the plant is still there');
+      t.strictSame((await store.plants.getPlant(id))?.plant, plant, 'the plant is still there');
 
       const missing = recording(true);
       expectWrite(t, await store.plants.deletePlant(id + 1n, missing.precondition), { outcome: 'missing' }, 'an unknown id');
@@ -499,8 +499,49 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       const recreated = await store.plants.createPlant({ id, name: 'Cactus' });
       t.equal(recreated.outcome, 'created', 'not a conflict with the deleted plant');
       t.strictSame(recreated.stored, { id, name: 'Cactus' });
-      t.strictSame(await store.plants.getPlant(id), { id, name: 'Cactus' }, 'the new plant, without the old tag');
+      t.strictSame((await store.plants.getPlant(id))?.plant, { id, name: 'Cactus' }, 'the new plant, without the old tag');
       t.strictSame(await store.plants.listPlants({ tag: 'aroid', limit: 100 }), [], 'the old tag is gone');
+    });
+
+    t.test('a plant is versioned by its writes: a new version for every change, never one the id had before', async (t) => {
+      const store = await open(t);
+      const id = TWO_53 + 1n;
+      const versionOf = async () => (await store.plants.getPlant(id))!.version;
+      await seed(t, store, [{ id, name: 'Monstera', tag: 'aroid' }]);
+      const created = await versionOf();
+      t.equal((await store.plants.createPlant({ id, name: 'Monstera', tag: 'aroid' })).outcome, 'unchanged');
+      t.equal(await versionOf(), created, 'an unchanged create keeps the version');
+
+      const replaced = await store.plants.replacePlant(id, { name: 'Monstera deliciosa', tag: 'aroid' });
+      const second = replaced.outcome === 'done' ? replaced.version : undefined;
+      t.not(second, created, 'a replace that changes the plant gives a new version');
+      t.equal(await versionOf(), second, 'the version the replace answered is the one stored');
+      const same = await store.plants.replacePlant(id, { name: 'Monstera deliciosa', tag: 'aroid' });
+      t.equal(same.outcome === 'done' && same.version, second, 'a replace with the same content keeps the version');
+
+      const seen: bigint[] = [];
+      const refusing: Precondition = (_current, version) => {
+        seen.push(version);
+        return false;
+      };
+      const refused = await store.plants.replacePlant(id, { name: 'Refused' }, refusing);
+      t.equal(refused.outcome === 'precondition-failed' && refused.version, second, 'a refused write tells the current version');
+      t.ok(seen.length > 0 && seen.every((version) => version === second), 'the precondition is handed the current version');
+
+      const deleted = await store.plants.deletePlant(id);
+      t.equal(deleted.outcome === 'done' && deleted.version, second, 'a delete answers the version it removed');
+      await seed(t, store, [{ id, name: 'Monstera', tag: 'aroid' }]);
+      const again = await versionOf();
+      t.notOk([created, second].includes(again), 'the same content created again after a delete gets a version the id never had');
+    });
+
+    t.test('creates issued together each get a version of their own, never 0', async (t) => {
+      const store = await open(t);
+      const ids = Array.from({ length: 12 }, (_, index) => BigInt(index + 1));
+      await Promise.all(ids.map((id) => store.plants.createPlant({ id, name: `plant ${id}` })));
+      const versions = await Promise.all(ids.map(async (id) => (await store.plants.getPlant(id))!.version));
+      t.equal(new Set(versions).size, ids.length, 'distinct versions');
+      t.ok(versions.every((version) => version > 0n), 'each one handed out by the store');
     });
 
     t.test('replaces, deletes and creates issued together each get their own outcome', async (t) => {
@@ -577,8 +618,8 @@ export async function storeContract(t: Test, name: string, open: OpenStore): Pro
       ]);
       const boom = new Error('precondition exploded');
       const throwing = recording(true);
-      const explode: Precondition = (current) => {
-        throwing.precondition(current);
+      const explode: Precondition = (current, version) => {
+        throwing.precondition(current, version);
         throw boom;
       };
       const settled = await Promise.allSettled([
@@ -1390,8 +1431,11 @@ function byId(plants: readonly PlantRecord[]): PlantRecord[] {
   return [...plants].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
+/** A write's expected outcome: its version is the store's to give (the tests of versions check it apart). */
+type ExpectedWrite = { outcome: 'done'; plant: PlantRecord } | { outcome: 'missing' } | { outcome: 'precondition-failed'; current: PlantRecord };
+
 /** The outcome, and the plant it carries exactly (strictSame: bigint ids, a tag field only when expected). */
-function expectWrite(t: Test, actual: ConditionalWrite, expected: ConditionalWrite, message: string): void {
+function expectWrite(t: Test, actual: ConditionalWrite, expected: ExpectedWrite, message: string): void {
   t.equal(actual.outcome, expected.outcome, `${message}: ${expected.outcome}`);
   if (expected.outcome === 'done') t.strictSame(actual.outcome === 'done' && actual.plant, expected.plant, `${message}: the plant`);
   if (expected.outcome === 'precondition-failed') {

@@ -24,7 +24,12 @@ async function upgraded(t: Test, store: PlantStore, versions: () => Promise<numb
     { id: 3n, name: 'Ivy', tag: 'climber' },
     { id: 9007199254740993n, name: 'Monstera', tag: 'aroid' },
   ]);
+  // Migration 8: each stored plant has a version of its own, the source of its ETag.
+  const versionOf = async (id: bigint) => (await store.plants.getPlant(id))!.version;
+  const migrated = await Promise.all([-9223372036854775808n, 3n, 9007199254740993n].map(versionOf));
+  t.equal(new Set(migrated).size, 3, 'the stored plants got distinct versions');
   t.equal((await store.plants.createPlant({ id: 3n, name: 'Ivy', tag: 'climber' })).outcome, 'unchanged', 'a stored plant replays');
+  t.equal(await versionOf(3n), migrated[1], 'and keeps its version');
 
   const first = await store.tokens.findTokenByHash('a'.repeat(64));
   t.match(first, { id: 1, name: 'first', scopes: ['*'], lastUsedAt: '2026-11-27T10:00:00.000Z' });
@@ -66,6 +71,11 @@ async function upgraded(t: Test, store: PlantStore, versions: () => Promise<numb
   t.same(signed.map((delivery) => delivery.subscriptionId).sort(), [1n, 1n, 2n], 'both subscriptions get the new event');
   t.ok(signed.filter((delivery) => delivery.subscriptionId === 1n).every((delivery) => delivery.secret === 'whsec_bmV3' && typeof delivery.previousSecret === 'string'),
     'signed by the new secret and the stored one');
+
+  const written = [await versionOf(4n), await versionOf(5n)];
+  t.ok(written.every((version) => migrated.every((before) => version > before)), 'plants written after the migration get versions after the migrated ones');
+  const replaced = await store.plants.replacePlant(3n, { name: 'Ivy', tag: 'evergreen' });
+  t.ok(replaced.outcome === 'done' && !migrated.includes(replaced.version) && !written.includes(replaced.version), 'a replace of a migrated plant: a new version');
 }
 
 t.test('a SQLite file written before opens and keeps working', async (t) => {

@@ -30,6 +30,12 @@ t.test('two instances on one PostgreSQL database', await postgresTestOptions(), 
   t.equal(afterReplace.headers.get('etag'), replaced.headers.get('etag'), 'with the same ETag');
   const stale = await fetch(`${b.url}/plants/9007199254740993`, { method: 'DELETE', headers: { ...headers, 'if-match': etag } });
   t.equal(stale.status, 412, 'B refuses a delete with the ETag from before the replace');
+  t.equal((await fetch(`${b.url}/plants/9007199254740993`, { method: 'DELETE', headers })).status, 204, 'deleted on B');
+  const again = await fetch(`${a.url}/plants`, { method: 'POST', headers, body: '{"id":9007199254740993,"name":"Monstera","tag":"aroid"}' });
+  t.equal(again.status, 200, 'created again on A with the first content');
+  const [onA, onB] = await Promise.all([a, b].map((server) => fetch(`${server.url}/plants/9007199254740993`, { headers })));
+  t.equal(onA!.headers.get('etag'), onB!.headers.get('etag'), 'both instances answer the same ETag');
+  t.not(onA!.headers.get('etag'), etag, 'not the one the same content had before the delete');
 
   const race = await Promise.all(
     Array.from({ length: 40 }, (_, i) =>
