@@ -6,7 +6,10 @@
 // the service's peak RSS, once per case in BENCH_CASES. The readers of a case: READERS clients
 // reading GET /plants?limit=1000 with a token (plain, or `foo;br`, which @fastify/compress reads as
 // br), or 8 anonymous clients reading /openapi.json and /openapi.yaml with br. BENCH_BEFORE=<another
-// checkout, with its own node_modules> measures its service in the same run.
+// checkout, with its own node_modules> measures its service in the same run. BENCH_OVERLOAD=1 instead
+// measures goodput under overload: pages/s of 256 and 1,024 readers (BENCH_OVERLOAD_READERS) with
+// the defaults and with a sweep of the turns' settings, BENCH_ROUNDS interleaved rounds, and the
+// defaults' median against the best setting's.
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
@@ -23,6 +26,21 @@ const READERS = integerSetting('BENCH_READERS', 64, 1);
 const SECONDS = integerSetting('BENCH_SECONDS', 15, 1);
 const ROOT = resolve(import.meta.dirname, '..');
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
+const OVERLOAD = process.env.BENCH_OVERLOAD === '1';
+const OVERLOAD_READERS = (process.env.BENCH_OVERLOAD_READERS ?? '256,1024').split(',').map(Number);
+const ROUNDS = integerSetting('BENCH_ROUNDS', 3, 1);
+
+/** The overload sweep: the defaults, then settings of the turns one of which may do better (and BENCH_BEFORE's defaults). */
+const SWEEP: [string, Record<string, string>, root?: string][] = [
+  ['defaults', {}],
+  ['queued 64', { PAGE_READS_QUEUED: '64' }],
+  ['queued 256', { PAGE_READS_QUEUED: '256' }],
+  ['queued 4096', { PAGE_READS_QUEUED: '4096' }],
+  ['1 at once', { PAGE_READS_AT_ONCE: '1', PAGE_READS_QUEUED: '4096' }],
+  ['16 at once', { PAGE_READS_AT_ONCE: '16', PAGE_READS_QUEUED: '4096' }],
+  ['no turns', { PAGE_READS_AT_ONCE: '0' }],
+  ...(BEFORE ? [['before', {}, BEFORE] as [string, Record<string, string>, string]] : []),
+];
 
 /** What the readers of a case read: paths taken in turn by reader, its Accept-Encoding, how many, with the token or not. */
 interface Readers {
@@ -60,26 +78,71 @@ const dir = mkdtempSync(join(tmpdir(), 'plants-bench-load-'));
 const dbPath = join(dir, 'plants.db');
 await fillLargePlants(dbPath);
 
-console.log(`GET /healthz (new connection every 100 ms) while keep-alive clients read for ${SECONDS} s: ${READERS} GET /plants?limit=1000 (0.8 MB), or 8 anonymous GET /openapi.json|yaml`);
-console.log(
-  `${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'readers'.padEnd(13)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'reads/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'peak MB'.padStart(8)} ${'load'.padStart(5)}`,
-);
-for (const [label, settings, env, readers] of CASES) {
-  const root = label === 'before' ? BEFORE! : ROOT;
-  print(label, settings, readers, await measure(root, env, READER_KINDS[readers]!));
-}
+if (OVERLOAD) await sweep();
+else await cases();
 rmSync(dir, { recursive: true, force: true });
+
+async function cases(): Promise<void> {
+  console.log(`GET /healthz (new connection every 100 ms) while keep-alive clients read for ${SECONDS} s: ${READERS} GET /plants?limit=1000 (0.8 MB), or 8 anonymous GET /openapi.json|yaml`);
+  console.log(
+    `${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'readers'.padEnd(13)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p95 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'reads/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'peak MB'.padStart(8)} ${'load'.padStart(5)}`,
+  );
+  for (const [label, settings, env, readers] of CASES) {
+    const root = label === 'before' ? BEFORE! : ROOT;
+    print(label, settings, readers, await measure(root, env, READER_KINDS[readers]!));
+  }
+}
+
+/** The quantile q of the sorted figures, as an index into them. */
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
+}
 
 function print(label: string, settings: string, readers: string, { probes, pages, failures, peakMb }: Figures): void {
   const sorted = probes.toSorted((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(0);
+  const at = (q: number) => quantile(sorted, q).toFixed(0);
   const slow = sorted.filter((ms) => ms > 1000).length;
   const perSecond = (status: number) => ((pages.get(status) ?? 0) / SECONDS).toFixed(1);
   console.log(
-    `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${peakMb.toFixed(0).padStart(8)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
+    `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.95).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${peakMb.toFixed(0).padStart(8)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
   );
   const others = [...pages.keys()].filter((status) => status !== 200 && status !== 503 && status !== 0);
   if (others.length > 0) console.log(`  other statuses: ${others.map((status) => `${status} x${pages.get(status)}`).join(', ')}`);
+}
+
+/** Each setting of SWEEP at each count of readers, in interleaved rounds; then the defaults against the best. */
+async function sweep(): Promise<void> {
+  console.log(`Pages of 1,000 per second, closed-loop readers retrying a 503 at once, ${ROUNDS} rounds of ${SECONDS} s interleaved; /healthz probed every 100 ms`);
+  const figures = new Map<string, Figures[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const readers of OVERLOAD_READERS) {
+      for (const [settings, env, root] of SWEEP) {
+        const key = `${readers} ${settings}`;
+        const each = await measure(root ?? ROOT, env, { ...READER_KINDS.pages!, readers });
+        figures.set(key, [...(figures.get(key) ?? []), each]);
+        console.error(`  round ${round + 1}: ${key}: ${((each.pages.get(200) ?? 0) / SECONDS).toFixed(1)} pages/s, load ${loadavg()[0]!.toFixed(1)}`);
+      }
+    }
+  }
+  const median = (values: number[]) => quantile(values.toSorted((a, b) => a - b), 0.5);
+  const pagesPerSecond = (each: Figures) => (each.pages.get(200) ?? 0) / SECONDS;
+  console.log(
+    `${'readers'.padStart(7)} ${'settings'.padEnd(12)} ${'pages/s min'.padStart(11)} ${'median'.padStart(7)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'healthz p95'.padStart(11)} ${'p99 ms'.padStart(7)} ${'peak MB'.padStart(8)}`,
+  );
+  for (const readers of OVERLOAD_READERS) {
+    const medians = SWEEP.map(([settings]) => {
+      const rounds = figures.get(`${readers} ${settings}`)!;
+      const pages = rounds.map(pagesPerSecond);
+      const probes = rounds.flatMap((each) => each.probes).toSorted((a, b) => a - b);
+      const refused = median(rounds.map((each) => (each.pages.get(503) ?? 0) / SECONDS));
+      console.log(
+        `${String(readers).padStart(7)} ${settings.padEnd(12)} ${Math.min(...pages).toFixed(1).padStart(11)} ${median(pages).toFixed(1).padStart(7)} ${refused.toFixed(1).padStart(7)} ${String(median(rounds.map((each) => each.failures))).padStart(6)} ${quantile(probes, 0.95).toFixed(0).padStart(11)} ${quantile(probes, 0.99).toFixed(0).padStart(7)} ${Math.max(...rounds.map((each) => each.peakMb)).toFixed(0).padStart(8)}`,
+      );
+      return [settings, median(pages)] as const;
+    });
+    const [best, bestPages] = medians.reduce((a, b) => (b[1] > a[1] ? b : a));
+    console.log(`${String(readers).padStart(7)} defaults / best (${best}), medians: ${(medians[0]![1] / bestPages).toFixed(2)}   load ${loadavg()[0]!.toFixed(1)}`);
+  }
 }
 
 async function measure(root: string, env: Record<string, string>, readers: Readers): Promise<Figures> {
@@ -100,9 +163,10 @@ async function measure(root: string, env: Record<string, string>, readers: Reade
     const until = performance.now() + SECONDS * 1000;
     while (performance.now() < until) {
       const started = performance.now();
-      const status = await get(port, '/healthz');
-      if (status !== 200) throw new Error(`/healthz answered ${status}`);
-      probes.push(performance.now() - started);
+      const status = await get(port, '/healthz').catch((error: Error) => error);
+      if (status instanceof Error) console.error(`  /healthz failed: ${status.message}`);
+      else if (status !== 200) throw new Error(`/healthz answered ${status}`);
+      else probes.push(performance.now() - started);
       await sleep(100);
     }
     worker.postMessage('stop');
