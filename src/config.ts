@@ -65,7 +65,8 @@ export const ENVIRONMENT = {
     COMPRESSION_CONCURRENCY: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'answers over 64 KiB compressed at once; 0: none' },
     MAX_CONNECTIONS: { type: 'integer', minimum: 2, default: 1000, description: 'open connections; past it the one idle the longest is closed' },
     PAGE_READS_AT_ONCE: { type: 'integer', minimum: 0, maximum: 1000, default: 4, description: 'list reads worked on at once; 0: no turns' },
-    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, default: 64, description: 'list reads that may wait for a turn; past it, 503' },
+    // A waiting read holds only its request: unset, the queue holds what the connection limit already admits.
+    PAGE_READS_QUEUED: { type: 'integer', minimum: 1, description: 'list reads that may wait for a turn; past it, 503; unset: MAX_CONNECTIONS' },
     MAX_EVENT_LOOP_DELAY: { type: 'string', parse: 'duration', default: '500ms', description: 'mean event-loop delay past which requests get 503; 0s: not checked' },
     MAX_HEAP_USED_PERCENT: { type: 'integer', minimum: 0, maximum: 100, default: 90, description: "heap used, in percent of V8's limit, past which requests get 503" },
     OTEL_SDK_DISABLED: { type: 'boolean', default: false, description: 'true: no traces, whatever the endpoint' },

@@ -39,7 +39,6 @@ t.test('defaults when nothing is set', async (t) => {
     COMPRESSION_CONCURRENCY: 4,
     MAX_CONNECTIONS: 1000,
     PAGE_READS_AT_ONCE: 4,
-    PAGE_READS_QUEUED: 64,
     MAX_EVENT_LOOP_DELAY: 500,
     MAX_HEAP_USED_PERCENT: 90,
     OTEL_SDK_DISABLED: false,

@@ -6,15 +6,14 @@ import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
 
-type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
+type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_CONNECTIONS' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 
-const RETRY_AFTER = { 'retry-after': '1' };
-const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.', RETRY_AFTER);
-const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', RETRY_AFTER);
+const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.');
+const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', { 'retry-after': '1' });
 
 /** Page reads in order, at most `atOnce` at a time and one started per event-loop turn, so other sockets are read between two. */
-function turns(atOnce: number, queueLimit: number) {
-  const waiting: (() => void)[] = [];
+export function turns(atOnce: number, queueLimit: number, now = () => performance.now()) {
+  const waiting: { start: () => void; since: number }[] = [];
   let running = 0;
   let startScheduled = false;
   const scheduleStart = (): void => {
@@ -28,21 +27,25 @@ function turns(atOnce: number, queueLimit: number) {
     const next = running < atOnce ? waiting.shift() : undefined;
     if (next === undefined) return;
     running++;
-    next();
+    next.start();
     scheduleStart();
   };
-  // The work's result, or undefined without running it when the queue is full.
-  return async <T>(work: () => Promise<T>): Promise<T | undefined> => {
-    if (waiting.length >= queueLimit) return undefined;
-    const turn = new Promise<void>((resolve) => waiting.push(resolve));
-    scheduleStart();
-    await turn;
-    try {
-      return await work();
-    } finally {
-      running--;
+  return {
+    /** The work's result, or undefined without running it when the queue is full. */
+    take: async <T>(work: () => Promise<T>): Promise<T | undefined> => {
+      if (waiting.length >= queueLimit) return undefined;
+      const turn = new Promise<void>((resolve) => waiting.push({ start: resolve, since: now() }));
       scheduleStart();
-    }
+      await turn;
+      try {
+        return await work();
+      } finally {
+        running--;
+        scheduleStart();
+      }
+    },
+    /** Whole seconds until a refused read may find room: as long as the read at the head of the queue has waited, at least 1. */
+    retryAfter: (): number => Math.max(1, Math.ceil((now() - (waiting[0]?.since ?? now())) / 1000)),
   };
 }
 
@@ -55,12 +58,15 @@ const BOOT_SAMPLES_MS = 2000;
 /** Registers under-pressure; returns what shedding adds to a route: its turn when it reads pages, its exemption under pressure. */
 export async function registerShedding(app: FastifyInstance, limits: SheddingLimits) {
   await registerPressureChecks(app, limits);
-  const take = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, limits.PAGE_READS_QUEUED) : undefined;
+  const queued = limits.PAGE_READS_QUEUED ?? limits.MAX_CONNECTIONS;
+  const queue = limits.PAGE_READS_AT_ONCE > 0 ? turns(limits.PAGE_READS_AT_ONCE, queued) : undefined;
   return ({ pageRead, answeredUnderPressure }: OperationFacts, handler: RouteOptions['handler']) => {
     const inTurn: RouteOptions['handler'] =
-      take === undefined || !pageRead
+      queue === undefined || !pageRead
         ? handler
-        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
+        : async (request, reply) =>
+            (await queue.take(async () => handler.call(request.server, request, reply))) ??
+            refuse(request, reply.header('retry-after', queue.retryAfter()), QUEUE_FULL);
     return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
   };
 }
