@@ -38,17 +38,21 @@ function limitConnections(server: Server, limit: number): void {
   const open = new Set<Socket>();
   // Idle connections in the order they became idle: the first is the one idle the longest.
   const idle = new Set<Socket>();
+  // Connections yet to send a request, oldest first: a probe is one until it is read, so they are closed after the idle ones.
+  const unread = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     open.add(socket);
-    idle.add(socket); // no request yet
+    unread.add(socket);
     socket.once('close', () => {
       open.delete(socket);
       idle.delete(socket);
+      unread.delete(socket);
     });
     while (open.size > limit) {
-      const oldest = idle.values().next().value;
+      const oldest = idle.values().next().value ?? unread.values().next().value;
       if (oldest === undefined || oldest === socket) break; // all busy: the new one still gets its turn
       idle.delete(oldest);
+      unread.delete(oldest);
       open.delete(oldest);
       oldest.destroy();
     }
@@ -60,6 +64,7 @@ function limitConnections(server: Server, limit: number): void {
   }
   server.on('request', (request, response) => {
     idle.delete(request.socket);
+    unread.delete(request.socket);
     response.on('finish', answered);
   });
 }

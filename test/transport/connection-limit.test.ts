@@ -1,6 +1,6 @@
 // MAX_CONNECTIONS over real sockets: at the limit, the connection idle the longest is closed to
-// admit a new one (a health probe gets in whatever idle connections a client holds), and a
-// connection with a request in flight is never the one closed.
+// admit a new one (a health probe gets in whatever idle connections a client holds), one yet to
+// send its request only after those, and a connection with a request in flight never.
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { AUTH, build } from '../harness/helper.ts';
@@ -41,4 +41,24 @@ t.test('at MAX_CONNECTIONS, the oldest idle connection is closed to admit a new 
   newer.socket.write(HEALTHZ);
   t.equal((await newer.response(1)).statusCode, 200, 'the newer idle connection is still open');
   for (const connection of [busy, newer, probe]) connection.destroy();
+});
+
+t.test('at MAX_CONNECTIONS, a connection yet to send its request (a probe being read) is closed only after the idle served ones', async (t) => {
+  const { app } = await build(t, { MAX_CONNECTIONS: 2 });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+
+  const fresh = await openRaw(port);
+  const served = await openRaw(port);
+  served.socket.write(HEALTHZ);
+  t.equal((await served.response(0)).statusCode, 200);
+
+  // The third connection: the served one is closed, though the one without a request came first.
+  const probe = await openRaw(port);
+  probe.socket.write(HEALTHZ);
+  t.equal((await probe.response(0)).statusCode, 200, 'the new connection is answered');
+  t.same(await served.closed, { byServer: true }, 'the idle served connection was closed by the server');
+  fresh.socket.write(HEALTHZ);
+  t.equal((await fresh.response(0)).statusCode, 200, 'the connection yet to send its request is answered');
+  for (const connection of [fresh, probe]) connection.destroy();
 });
