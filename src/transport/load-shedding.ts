@@ -65,8 +65,7 @@ export async function registerShedding(app: FastifyInstance, limits: SheddingLim
       queue === undefined || !pageRead
         ? handler
         : async (request, reply) =>
-            (await queue.take(async () => handler.call(request.server, request, reply))) ??
-            refuse(request, reply.header('retry-after', queue.retryAfter()), QUEUE_FULL);
+            (await queue.take(async () => handler.call(request.server, request, reply))) ?? refuse(reply.header('retry-after', queue.retryAfter()), QUEUE_FULL);
     return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
   };
 }
@@ -84,7 +83,7 @@ async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimi
     pressureHandler: (request: FastifyRequest, reply: FastifyReply, type: string): undefined => {
       // Compiling the routes blocks the loop for a second or more on a busy host: that is no overload.
       if (type === TYPE_EVENT_LOOP_DELAY && performance.now() < bootSampled) return undefined;
-      refuse(request, reply, OVERLOADED);
+      refuse(reply, OVERLOADED);
       return undefined;
     },
   });
