@@ -12,7 +12,7 @@ type Item = Record<string, unknown>;
 
 /**
  * A page read's handler whose page is then written as it is read. A page of at most STREAM_THRESHOLD_BYTES characters (every
- * page that compression sends whole) is sent whole, with its Content-Length, as before; a larger one goes chunked.
+ * page that compression sends whole) is sent whole, with its Content-Length, as before; a larger one goes chunked (to HTTP/1.1).
  */
 export function writtenAsRead({ pageRead }: OperationFacts, handler: RouteOptions['handler']): RouteOptions['handler'] {
   if (!pageRead) return handler;
@@ -24,8 +24,11 @@ export function writtenAsRead({ pageRead }: OperationFacts, handler: RouteOption
     const first = chunks.next();
     // As Fastify types what it serializes; a text or a stream of this type is then sent as it is.
     reply.type('application/json; charset=utf-8');
+    if (first.done) return first.value;
+    // HTTP/1.0 has no chunked framing: an answer of unknown length would close a kept-alive connection.
+    if (request.raw.httpVersion === '1.0') return [...following(first.value, chunks)].join('');
     // Not the reply: returning it would hold the handler, and its page-read turn, until the client has read the page.
-    return first.done ? first.value : Readable.from(following(first.value, chunks), { objectMode: false });
+    return Readable.from(following(first.value, chunks), { objectMode: false });
   };
 }
 
