@@ -119,7 +119,7 @@ async function writesDuringBackup(dir: string): Promise<void> {
   await seeded(file, plants);
   const cleanup = new Cleanup();
   try {
-    const server = await startServer(cleanup, serverEnv(dir, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN, LOG_LEVEL: 'warn' }));
+    const server = await startServer(cleanup, serverEnv(dir, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN }));
     const next = { id: 0 };
     const reference: number[] = [];
     const during: number[] = [];

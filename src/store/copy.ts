@@ -8,6 +8,7 @@ import { parse } from 'pg-connection-string';
 import { databaseOf } from '../config.ts';
 import { migrations, schemaScripts } from './migrations.ts';
 import type { Dialect } from './sql.ts';
+import { EXACT_TYPES } from './postgres.ts';
 import { preparePrivateFiles } from './sqlite-files.ts';
 
 /** A copy or backup refused or failed for a reason its one-line message names, with what to do. */
@@ -21,7 +22,6 @@ type Role = 'source' | 'target';
 const BATCH = 5_000;
 /** The table holding SQLite's version counter; it and every sequence are carried as counters, not rows. */
 const COUNTER_TABLE = 'plant_versions';
-const INT8_OID = 20;
 
 export interface Progress {
   phase: 'copy' | 'verify';
@@ -46,7 +46,6 @@ interface End {
   script(text: string): Promise<void>;
   tables(): Promise<string[]>;
   columns(table: string): Promise<string[]>;
-  page(table: string, columns: string[], after: Value | undefined): Promise<Row[]>;
   insert(table: string, columns: string[], rows: Row[]): Promise<void>;
   /** The last number each counter (plant versions, each table's ids) handed out, by table. */
   counters(): Promise<Map<string, bigint>>;
@@ -69,7 +68,7 @@ export async function copyStore(fromUrl: string, toUrl: string, onProgress: (pro
     let committed = false;
     try {
       await target.begin(false);
-      await prepareTarget(target, tables, version);
+      await prepareTarget(target, version);
       const checks: TableCheck[] = [];
       const copied = { phase: 'copy' as const, done: 0, total };
       for (const table of tables) {
@@ -152,8 +151,8 @@ async function schemaVersion(end: End): Promise<number> {
 }
 
 /** Builds the source's schema version in a new target; an existing one must hold no data and be at that version. */
-async function prepareTarget(target: End, tables: string[], version: number): Promise<void> {
-  const present = (await target.tables()).filter((table) => tables.includes(table));
+async function prepareTarget(target: End, version: number): Promise<void> {
+  const present = (await target.tables()).filter((table) => table !== COUNTER_TABLE);
   if (present.length === 0) {
     for (const script of schemaScripts(target.dialect, version)) await target.script(script);
     return;
@@ -170,11 +169,14 @@ async function prepareTarget(target: End, tables: string[], version: number): Pr
   await target.query('DELETE FROM schema_migrations');
 }
 
-/** Reads a table page by page in key order, handing each page on; answers its row count and the SHA-256 of its content. */
+/** Reads a table page by page in key order (its first column: every table's key), handing each page on; answers its row count and the SHA-256 of its content. */
 async function readAll(end: End, table: string, columns: string[], each: (page: Row[]) => Promise<void>): Promise<[number, string]> {
   const hash = createHash('sha256');
   let rows = 0;
-  for (let page = await end.page(table, columns, undefined); page.length > 0; page = await end.page(table, columns, page.at(-1)![0])) {
+  const select = `SELECT ${columns.join(', ')} FROM ${table}`;
+  const order = `ORDER BY ${columns[0]} LIMIT ${BATCH}`;
+  const after = `${select} WHERE ${columns[0]} > ${end.dialect === 'sqlite' ? '?' : '$1'} ${order}`;
+  for (let page = await end.query(`${select} ${order}`); page.length > 0; page = await end.query(after, [page.at(-1)![0]])) {
     // Each value as both stores mean it: times as ISO 8601 text, integers as digits, text as it is.
     for (const row of page) hash.update(JSON.stringify(row.map((value) => (value instanceof Date ? value.toISOString() : typeof value === 'bigint' || typeof value === 'number' ? `#${value}` : value))));
     rows += page.length;
@@ -243,11 +245,6 @@ class SqliteEnd implements End {
     return (await this.query('SELECT name FROM pragma_table_info(?) ORDER BY cid', [table])).map(([name]) => name as string);
   }
 
-  page(table: string, columns: string[], after: Value | undefined): Promise<Row[]> {
-    const from = after === undefined ? '' : `WHERE ${columns[0]} > ?`;
-    return this.query(`SELECT ${columns.join(', ')} FROM ${table} ${from} ORDER BY ${columns[0]} LIMIT ${BATCH}`, after === undefined ? [] : [after]);
-  }
-
   async insert(table: string, columns: string[], rows: Row[]): Promise<void> {
     let insert = this.#inserts.get(table);
     if (!insert) {
@@ -310,12 +307,7 @@ class PostgresEnd implements End {
     }
     const at = `${parsed.host || 'localhost'}:${parsed.port || '5432'}`;
     const name = `The ${role} database ${parsed.database ?? ''} at ${at}`;
-    const client = new pg.Client({
-      connectionString: url,
-      connectionTimeoutMillis: 10_000,
-      // int8 columns arrive as BigInt, exact, as the service reads them.
-      types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
-    });
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, types: EXACT_TYPES });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -352,11 +344,6 @@ class PostgresEnd implements End {
     const rows = await this.query('SELECT column_name, udt_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position', [table]);
     this.#types.set(table, new Map(rows.map(([name, type]) => [name as string, type as string])));
     return rows.map(([name]) => name as string);
-  }
-
-  page(table: string, columns: string[], after: Value | undefined): Promise<Row[]> {
-    const from = after === undefined ? '' : `WHERE ${columns[0]} > $1`;
-    return this.query(`SELECT ${columns.join(', ')} FROM ${table} ${from} ORDER BY ${columns[0]} LIMIT ${BATCH}`, after === undefined ? [] : [after]);
   }
 
   async insert(table: string, columns: string[], rows: Row[]): Promise<void> {

@@ -87,7 +87,10 @@ t.test('a backup taken while clients create plants holds every create acknowledg
   const etag = (await fetch(`${server.url}/plants/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } })).headers.get('etag');
   await server.stop();
   const restored = await startServer(t, env, { command: ['sh', '-c', docBlock(PAGE, 'To restore, start the service on the backup', 'sh', SECTION)], cwd: shop, detached: true });
-  t.teardown(() => restored.stop('SIGKILL'));
+  // npm runs the server as its child: the whole group goes, whatever the test's outcome.
+  t.teardown(() => {
+    if (restored.child.exitCode === null) process.kill(-restored.child.pid!, 'SIGKILL');
+  });
   const response = await fetch(`${restored.url}/plants/${id}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   t.same([response.status, response.headers.get('etag')], [200, etag], 'the service started on the backup serves the plant, with its ETag');
   process.kill(-restored.child.pid!, 'SIGTERM');

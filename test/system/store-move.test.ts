@@ -117,7 +117,10 @@ t.test('moving a live shop from SQLite to PostgreSQL, as docs/operations.md says
   // Step 4, verbatim: npm start, on PostgreSQL.
   receiver.up = true;
   const after = await startServer(t, { ...env, DATABASE_URL: newDatabase }, { command: ['sh', '-c', docBlock(PAGE, '4. Start the instances', 'sh', SECTION)], cwd: shop, detached: true });
-  t.teardown(() => after.stop('SIGKILL'));
+  // npm runs the server as its child: the whole group goes, whatever the test's outcome.
+  t.teardown(() => {
+    if (after.child.exitCode === null) process.kill(-after.child.pid!, 'SIGKILL');
+  });
   await receiver.until(() => receiver.accepted.length >= PLANTS);
   const accepted = receiver.accepted.map(({ id }) => id);
   t.same([...new Set(accepted)].sort(), [...triedBefore.keys()].sort(), 'the pending deliveries arrive after the move, with the webhook-ids they had');
