@@ -64,10 +64,12 @@ export async function runStoreCommand(argv: readonly string[], context: StoreCli
 function reporter(context: StoreCliContext): (progress: Progress) => void {
   let phaseStarted = performance.now();
   let phase: Progress['phase'] = 'copy';
-  let logged = phaseStarted;
+  let [logged, previous] = [phaseStarted, phaseStarted];
   return ({ phase: now, done, total }) => {
     const at = performance.now();
-    if (now !== phase) [phase, phaseStarted, logged] = [now, at, at];
+    // A phase starts where the last one's last batch ended.
+    if (now !== phase) [phase, phaseStarted, logged] = [now, previous, previous];
+    previous = at;
     const rate = done / Math.max((at - phaseStarted) / 1000, 0.001);
     const line = `${phase === 'copy' ? 'copying  ' : 'verifying'} ${done}/${total} rows, ${Math.round(rate)} rows/s, ${Math.ceil((total - done) / rate)} s left`;
     if (context.status) {
