@@ -1,9 +1,9 @@
 // `npm run store -- copy` between SQLite and PostgreSQL, both ways and PostgreSQL to PostgreSQL: every record read
 // through the store's own repositories is the same after the copy (int64 ids, text, versions and so ETags, tokens,
 // subscriptions, the outbox), new writes get new versions and ids, the source is read in one snapshot, the target
-// fills in one transaction that commits only when the verification matches, and bad input is refused in one line.
+// fills in one transaction that commits only when the verification matches (test/system/store-cli.test.ts: refusals).
 import t, { type Test } from 'tap';
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -14,7 +14,6 @@ import { copyStore } from '../../src/store/copy.ts';
 import { openStore } from '../../src/store/factory.ts';
 import type { PlantStore } from '../../src/store/types.ts';
 import { databaseUrl, freshDatabase, postgresTestOptions, withClient } from '../harness/postgres.ts';
-import { runScript } from '../harness/process.ts';
 
 const options = await postgresTestOptions();
 const HOUR_MS = 3_600_000;
@@ -212,41 +211,5 @@ t.test('copy', options, async (t) => {
     const logged: string[] = [];
     t.equal(await runStoreCommand(['copy', from, `sqlite:${join(dir, 'b.db')}`], { databaseUrl: from, out: (line) => logged.push(line), err: () => undefined }), 0);
     t.match(logged.slice(0, 2), [/^copying {3}12008\/12008 rows, \d+ rows\/s, 0 s left$/, /^verifying 12008\/12008 rows/], 'in a log: a line at each phase\'s end (and every 5 s)');
-  });
-
-  t.test('refusals: one line naming what to fix, never a password or a stack; the target untouched', async (t) => {
-    const dir = t.testdir();
-    const from = `sqlite:${join(dir, 'shop.db')}`;
-    await (await open(t, from)).plants.createPlant({ id: 1n, name: 'kept' });
-    const newer = join(dir, 'newer.db');
-    await (await open(t, `sqlite:${newer}`)).close();
-    new DatabaseSync(newer).exec("INSERT INTO schema_migrations VALUES (99, 'from the future', '2030-01-01T00:00:00.000Z')");
-    const full = await newDatabase(t);
-    await copied(t, from, full);
-    const withPassword = (url: string) => url.replace('//root@', '//root:s3cret-pw@');
-    const cases: [string[], RegExp][] = [
-      [['mysql://root:s3cret-pw@db/shop', `sqlite:${join(dir, 'x.db')}`], /^The source URL must look like sqlite:<path> or postgres:\/\/.*; got a "mysql:" URL\.$/],
-      [[from, 'postgres://root:s3cret-pw@127.0.0.1:1/shop'], /^The target database shop at 127\.0\.0\.1:1 cannot be reached \(connect ECONNREFUSED 127\.0\.0\.1:1\): start it, or fix the host and port in the URL\.$/],
-      [[`sqlite:${join(dir, 'missing.db')}`, `sqlite:${join(dir, 'x.db')}`], /^The source sqlite:.*missing\.db does not exist: check the path\.$/],
-      [[withPassword(full).replace(/\/store_copy\w+$/, '/store_copy_nowhere'), `sqlite:${join(dir, 'x.db')}`], /^The source database store_copy_nowhere at 127\.0\.0\.1:5432 does not exist: check the database name\.$/],
-      [[`sqlite:${newer}`, `sqlite:${join(dir, 'x.db')}`], /^The source sqlite:.*newer\.db is at schema version 99, newer than this code knows \(8\): run the command from the release that wrote it, or a later one\.$/],
-      [[from, `sqlite:${join(dir, '.', 'shop.db')}`], /^The source and the target are the same database: give a new file or an empty database as the target\.$/],
-      [[withPassword(full), full.replace('127.0.0.1', 'localhost')], /^The source and the target are the same database: give a new, empty database as the target\.$/],
-      [[from, withPassword(full)], /^The target database store_copy\w+ at 127\.0\.0\.1:5432 holds data \(table plants\): the target must be new or empty; it was left untouched\.$/],
-    ];
-    const bytes = readFileSync(join(dir, 'shop.db'));
-    for (const [args, said] of cases) {
-      const run = await runScript(t, 'scripts/store.ts', ['copy', ...args], {});
-      t.equal(run.code, 1, `copy ${args.join(' ')}: exit 1`);
-      t.match(run.stderr.trimEnd(), said, 'names what to fix');
-      t.equal(run.stderr.trimEnd().split('\n').length, 1, 'in one line');
-      t.notMatch(run.stderr + run.stdout, /s3cret-pw|\n\s+at /, 'never the password, never a stack');
-    }
-    t.same(readFileSync(join(dir, 'shop.db')), bytes, 'the source file is unchanged (read-only)');
-    t.notOk(statSync(join(dir, 'x.db'), { throwIfNoEntry: false }), 'no target file was left behind');
-    const plants = await scalar(full, 'SELECT count(*)::int FROM plants');
-    t.equal(plants, 1, 'the target holding data was left as it was');
-    const usage = await runScript(t, 'scripts/store.ts', ['copy', from], {});
-    t.same([usage.code, usage.stderr.split('\n')[0]], [2, 'copy: wrong command or arguments.'], 'a wrong command line exits 2 with the usage');
   });
 });
