@@ -16,11 +16,13 @@ type Item = Record<string, unknown>;
  */
 export function writtenAsRead({ pageRead }: OperationFacts, handler: RouteOptions['handler']): RouteOptions['handler'] {
   if (!pageRead) return handler;
+  // The route's item serializer, compiled by Fastify on the route's first page and kept for the next ones.
+  let serialize: ((item: Item) => string) | undefined;
   return async function (request, reply) {
     const answer: unknown = await handler.call(this, request, reply);
     if (!Array.isArray(answer)) return answer;
-    const { items } = (request.routeOptions.schema!.response as Record<string, { items: Item }>)['200']!;
-    const chunks = jsonArray(answer, reply.compileSerializationSchema(items, '200'));
+    serialize ??= reply.compileSerializationSchema((request.routeOptions.schema!.response as Record<string, { items: Item }>)['200']!.items, '200');
+    const chunks = jsonArray(answer, serialize);
     const first = chunks.next();
     // As Fastify types what it serializes; a text or a stream of this type is then sent as it is.
     reply.type('application/json; charset=utf-8');
