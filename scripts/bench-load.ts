@@ -3,10 +3,12 @@
 // GET again as soon as its answer ends (a 503 is not waited out), while a probe opens a new
 // connection for GET /healthz every 100 ms, as a Kubernetes liveness probe does. It prints the
 // probe's latency, how many probes took over 1 s (a 1 s probe timeout), what the readers got and
-// the service's peak RSS, once per case in BENCH_CASES. The readers of a case: READERS clients
-// reading GET /plants?limit=1000 with a token (plain, or `foo;br`, which @fastify/compress reads as
-// br), or 8 anonymous clients reading /openapi.json and /openapi.yaml with br. BENCH_BEFORE=<another
-// checkout, with its own node_modules> measures its service in the same run.
+// the service's RSS: at rest before the readers, its peak, and for slow readers SETTLE seconds after
+// they stop. The readers of a case: READERS clients reading GET /plants?limit=1000 with a token
+// (plain, or `foo;br`, which @fastify/compress reads as br), SLOW_READERS such clients reading no
+// faster than SLOW_RATE bytes/s each (what a page held for a slow client costs), or 8 anonymous
+// clients reading /openapi.json and /openapi.yaml with br. BENCH_BEFORE=<another checkout, with its
+// own node_modules> measures its service in the same run.
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
@@ -21,22 +23,31 @@ import { fillLargePlants, TOKEN } from '../test/harness/large-plants.ts';
 
 const READERS = integerSetting('BENCH_READERS', 64, 1);
 const SECONDS = integerSetting('BENCH_SECONDS', 15, 1);
+const SLOW_READERS = integerSetting('BENCH_SLOW_READERS', 256, 1);
+const SLOW_RATE = integerSetting('BENCH_SLOW_RATE', 64 * 1024, 1);
+const SETTLE = integerSetting('BENCH_SETTLE', 60, 0);
 const ROOT = resolve(import.meta.dirname, '..');
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 
-/** What the readers of a case read: paths taken in turn by reader, its Accept-Encoding, how many, with the token or not. */
+/** What the readers of a case read: paths taken in turn by reader, its Accept-Encoding, how many, with the token or not, how fast. */
 interface Readers {
   paths: string[];
   encoding: string;
   readers: number;
   token: boolean;
+  bytesPerSecond?: number;
 }
 
 const READER_KINDS: Record<string, Readers> = {
   pages: { paths: ['/plants?limit=1000'], encoding: 'identity', readers: READERS, token: true },
   'pages foo;br': { paths: ['/plants?limit=1000'], encoding: 'foo;br', readers: READERS, token: true },
   'docs br': { paths: ['/openapi.json', '/openapi.yaml'], encoding: 'br', readers: 8, token: false },
+  'slow pages': { paths: ['/plants?limit=1000'], encoding: 'identity', readers: SLOW_READERS, token: true, bytesPerSecond: SLOW_RATE },
+  'slow pages br': { paths: ['/plants?limit=1000'], encoding: 'br', readers: SLOW_READERS, token: true, bytesPerSecond: SLOW_RATE },
 };
+
+// Every slow reader is served: their page reads all wait for a turn at once.
+const SLOW_SETTINGS = { PAGE_READS_QUEUED: String(SLOW_READERS) };
 
 /** [service, settings, environment, readers]: the defaults, shedding turned off, and the other readers. */
 type Case = [string, string, Record<string, string>, keyof typeof READER_KINDS];
@@ -47,22 +58,33 @@ const CASES: Case[] = process.env.BENCH_CASES ? JSON.parse(process.env.BENCH_CAS
   ['this', 'defaults', {}, 'pages foo;br'],
   ['this', 'defaults', {}, 'docs br'],
   ...(BEFORE ? (['pages', 'pages foo;br', 'docs br'] as const).map((readers): Case => ['before', 'defaults', {}, readers]) : []),
+  // Memory held for slow clients, this service and the one before in turn.
+  ...(['slow pages', 'slow pages br'] as const).flatMap((readers): Case[] => [
+    ['this', 'all queued', SLOW_SETTINGS, readers],
+    ...(BEFORE ? [['before', 'all queued', SLOW_SETTINGS, readers] as Case] : []),
+  ]),
 ];
 
 interface Figures {
   probes: number[];
   pages: Map<number, number>;
   failures: number;
+  restMb: number;
   peakMb: number;
+  /** RSS SETTLE seconds after slow readers stopped. */
+  afterMb?: number;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-load-'));
 const dbPath = join(dir, 'plants.db');
 await fillLargePlants(dbPath);
 
-console.log(`GET /healthz (new connection every 100 ms) while keep-alive clients read for ${SECONDS} s: ${READERS} GET /plants?limit=1000 (0.8 MB), or 8 anonymous GET /openapi.json|yaml`);
 console.log(
-  `${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'readers'.padEnd(13)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'reads/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'peak MB'.padStart(8)} ${'load'.padStart(5)}`,
+  `GET /healthz (new connection every 100 ms) while keep-alive clients read for ${SECONDS} s: ${READERS} GET /plants?limit=1000 (0.8 MB), ` +
+    `${SLOW_READERS} slow ones at ${SLOW_RATE} bytes/s each (RSS ${SETTLE} s after they stop), or 8 anonymous GET /openapi.json|yaml`,
+);
+console.log(
+  `${'service'.padEnd(8)} ${'settings'.padEnd(12)} ${'readers'.padEnd(13)} ${'probes'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'>1 s'.padStart(5)} ${'reads/s'.padStart(8)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'rest MB'.padStart(8)} ${'peak MB'.padStart(8)} ${'after MB'.padStart(9)} ${'load'.padStart(5)}`,
 );
 for (const [label, settings, env, readers] of CASES) {
   const root = label === 'before' ? BEFORE! : ROOT;
@@ -70,13 +92,13 @@ for (const [label, settings, env, readers] of CASES) {
 }
 rmSync(dir, { recursive: true, force: true });
 
-function print(label: string, settings: string, readers: string, { probes, pages, failures, peakMb }: Figures): void {
+function print(label: string, settings: string, readers: string, { probes, pages, failures, restMb, peakMb, afterMb }: Figures): void {
   const sorted = probes.toSorted((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!.toFixed(0);
   const slow = sorted.filter((ms) => ms > 1000).length;
   const perSecond = (status: number) => ((pages.get(status) ?? 0) / SECONDS).toFixed(1);
   console.log(
-    `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${peakMb.toFixed(0).padStart(8)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
+    `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${restMb.toFixed(0).padStart(8)} ${peakMb.toFixed(0).padStart(8)} ${(afterMb?.toFixed(0) ?? '-').padStart(9)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
   );
   const others = [...pages.keys()].filter((status) => status !== 200 && status !== 503 && status !== 0);
   if (others.length > 0) console.log(`  other statuses: ${others.map((status) => `${status} x${pages.get(status)}`).join(', ')}`);
@@ -92,7 +114,11 @@ async function measure(root: string, env: Record<string, string>, readers: Reade
   });
   try {
     while ((await get(port, '/readyz').catch(() => 0)) !== 200) await sleep(100);
-    const workerData = { port, paths: readers.paths, encoding: readers.encoding, readers: readers.readers, token: readers.token ? TOKEN : undefined };
+    // At rest: after a few reads of each path, so that its code is compiled before the load.
+    for (let i = 0; i < 5; i++) for (const path of readers.paths) await get(port, path);
+    const restMb = rssMb(child.pid!, 'VmRSS');
+    const { paths, encoding, bytesPerSecond } = readers;
+    const workerData = { port, paths, encoding, readers: readers.readers, token: readers.token ? TOKEN : undefined, bytesPerSecond };
     const worker = new Worker(new URL('./load-readers.ts', import.meta.url), { workerData });
     await sleep(2000); // the readers reach their steady state
     worker.postMessage('reset');
@@ -108,12 +134,18 @@ async function measure(root: string, env: Record<string, string>, readers: Reade
     worker.postMessage('stop');
     const [statuses] = (await once(worker, 'message')) as [Map<number, number>];
     await worker.terminate();
-    const peakKb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]);
-    return { probes, pages: statuses, failures: statuses.get(0) ?? 0, peakMb: peakKb / 1024 };
+    const peakMb = rssMb(child.pid!, 'VmHWM');
+    if (bytesPerSecond !== undefined) await sleep(SETTLE * 1000);
+    const afterMb = bytesPerSecond === undefined ? undefined : rssMb(child.pid!, 'VmRSS');
+    return { probes, pages: statuses, failures: statuses.get(0) ?? 0, restMb, peakMb, ...(afterMb !== undefined && { afterMb }) };
   } finally {
     child.kill('SIGINT');
     await once(child, 'exit');
   }
+}
+
+function rssMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
 /** The status of a GET on a new connection, whose body is read to its end. */

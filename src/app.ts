@@ -21,6 +21,7 @@ import type { PlantStore } from './store/types.ts';
 import { compressionOf } from './transport/compression.ts';
 import { answerClientError, TRANSPORT_SERVER_OPTIONS } from './transport/edges.ts';
 import { createHealthHandlers } from './transport/health.ts';
+import { writtenAsRead } from './transport/pages.ts';
 import transport from './transport/plugin.ts';
 import { createWebhookDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookHandlers } from './webhooks/handlers.ts';
@@ -85,7 +86,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     handlers,
     // What each route gets from its operation's facts, from the plugins that know how.
     routeOptionsFor: (facts, handler) => ({
-      ...app.shedding(facts, handler),
+      ...app.shedding(facts, writtenAsRead(facts, handler)),
       onRequest: securityHooks(facts, { bearerAuth: app.bearerAuth.hookFor }),
       compress: compressionOf(facts),
     }),

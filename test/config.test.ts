@@ -1,5 +1,6 @@
 import t from 'tap';
-import { ConfigError, loadConfig, tracingOf } from '../src/config.ts';
+import { Ajv } from 'ajv';
+import { ConfigError, ENVIRONMENT, loadConfig, tracingOf } from '../src/config.ts';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -49,6 +50,14 @@ t.test('defaults when nothing is set', async (t) => {
     OTEL_TRACES_SAMPLER_ARG: 1,
   });
   t.equal(loadConfig({ PATH: '/usr/bin', HOME: '/home/someone' }).PORT, 3000, 'unrelated variables are ignored');
+});
+
+// loadConfig skips Ajv's check of the schema itself at every start; this is where it is made.
+t.test('the environment schema is a valid JSON Schema', async (t) => {
+  const ajv = new Ajv();
+  t.ok(ajv.validateSchema(ENVIRONMENT), ajv.errorsText(ajv.errors));
+  const broken = { ...ENVIRONMENT, properties: { ...ENVIRONMENT.properties, PORT: { ...ENVIRONMENT.properties.PORT, type: 'integr' } } };
+  t.notOk(ajv.validateSchema(broken), 'a mistyped declaration is caught');
 });
 
 t.test('each variable is read', async (t) => {

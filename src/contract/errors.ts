@@ -3,6 +3,13 @@ import createError from '@fastify/error';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { components } from '../generated/openapi.ts';
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** Why the request was refused: written on its access line as `reason`. */
+    refusal: string | undefined;
+  }
+}
+
 // An answer, not a fault: @fastify/error builds it without capturing a stack, which no one would read.
 const Refusal = createError<'PLANT_STORE_REFUSAL', number>('PLANT_STORE_REFUSAL', '%s', 500, Error, false);
 
@@ -28,18 +35,19 @@ const INTERNAL_ERROR = 'The service failed to handle this request; it has been l
 const UNAVAILABLE = 'The service cannot reach its store right now; retry shortly.';
 
 export function installErrorHandling(app: FastifyInstance): void {
+  app.decorateReply('refusal', undefined);
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const failure = toHttpError(error, request);
-    if (failure.statusCode < 500) return refuse(request, reply, failure);
+    if (failure.statusCode < 500) return refuse(reply, failure);
     request.log.error({ err: error }, 'request failed');
     return sendError(reply, failure);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)));
 }
 
-/** Answers a client's fault as the error handler would (logged as refused), from a hook that need not throw. */
-export function refuse(request: FastifyRequest, reply: FastifyReply, failure: HttpError): FastifyReply {
-  request.log.info({ statusCode: failure.statusCode, reason: failure.message }, 'request refused');
+/** Answers a client's fault as the error handler would (its reason on the access line), from a hook that need not throw. */
+export function refuse(reply: FastifyReply, failure: HttpError): FastifyReply {
+  reply.refusal = failure.message;
   return sendError(reply, failure);
 }
 

@@ -40,7 +40,7 @@ export function returnRequestId(request: FastifyRequest, reply: FastifyReply): v
   reply.header('x-request-id', request.id);
 }
 
-/** Fastify's two request lines as one access line, written as the answer closes; the arrival alone at debug. */
+/** Fastify's two request lines as one access line, written as the answer closes, with a refusal's reason; the arrival alone at debug. */
 export class AccessLog extends LogController {
   /** Whether requests are logged at all: only then is an answer watched. */
   readonly #logsRequests: boolean;
@@ -54,7 +54,7 @@ export class AccessLog extends LogController {
     request.log.debug({ req: request }, 'incoming request');
     // On close rather than Fastify's completion, which never comes below routing or for a client gone first (HAProxy's checks).
     if (!this.#logsRequests) return;
-    reply.raw.once('close', () => reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed'));
+    reply.raw.once('close', () => reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime, reason: reply.refusal }, 'request completed'));
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {

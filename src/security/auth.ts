@@ -77,12 +77,12 @@ export async function createBearerAuth(
     function bearerAuth(request, reply, done) {
       const refusal = credentialsRefusal(request);
       if (refusal !== undefined) {
-        refuse(request, reply, refusal);
+        refuse(reply, refusal);
         return;
       }
       verifyBearerAuth(request, reply, (error) => {
         const failure = error === undefined ? scopeRefusal(request.principal!, scopes) : refusalOf(error);
-        if (failure instanceof HttpError) refuse(request, reply, failure);
+        if (failure instanceof HttpError) refuse(reply, failure);
         else done(failure); // undefined: authenticated; another error: the token lookup failed (500 or 503)
       });
     };

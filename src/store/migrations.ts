@@ -43,9 +43,7 @@ export interface Migration {
 /** Applies pending migrations; the driver runs it in one transaction that instances starting together take in turns. */
 export function* migrate(dialect: Dialect): Steps<void> {
   const spelled = SPELLED[dialect];
-  // The table of applied versions; every insert below sets applied_at.
-  const versions = 'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at';
-  yield { kind: 'exec', script: `${versions} ${spelled.time} NOT NULL${spelled.table}` };
+  yield { kind: 'exec', script: versionsTable(spelled) };
   const [row] = (yield all(sql`SELECT max(version) AS version FROM schema_migrations`)) as { version: number | bigint | null }[];
   const current = Number(row?.version ?? 0);
   const latest = migrations.at(-1)?.version ?? 0;
@@ -54,6 +52,17 @@ export function* migrate(dialect: Dialect): Steps<void> {
     yield { kind: 'exec', script: ddl(spelled) };
     yield run(sql`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${version}, ${name}, ${new Date().toISOString()})`);
   }
+}
+
+/** The table of applied versions; every insert into it sets applied_at. */
+function versionsTable({ time, table }: Spelled): string {
+  return `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ${time} NOT NULL${table}`;
+}
+
+/** The DDL of the schema at `version` for an empty database, its versions table left empty (a copy fills it from its source). */
+export function schemaScripts(dialect: Dialect, version: number): string[] {
+  const spelled = SPELLED[dialect];
+  return [versionsTable(spelled), ...migrations.filter((m) => m.version <= version).map((m) => m.sql(spelled))];
 }
 
 export const migrations: readonly Migration[] = [

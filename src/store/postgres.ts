@@ -243,13 +243,15 @@ class PostgresDriver implements Driver {
   }
 }
 
+/** int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers. */
+export const EXACT_TYPES = { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser };
+
 /** Every wait for the server is bounded (a stopped server enforces no statement_timeout); a connection that missed one is discarded. */
 function newPool(databaseUrl: string, options: PostgresOptions, max: number, queryTimeoutMs: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
-    // int8 (bigint) columns arrive as BigInt, not as strings or rounded numbers.
-    types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser },
+    types: EXACT_TYPES,
     connectionTimeoutMillis: options.queryTimeoutMs,
     query_timeout: queryTimeoutMs,
     // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.

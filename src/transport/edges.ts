@@ -27,7 +27,7 @@ export function answerTransportEdges(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     // After a timeout Node goes on parsing: a request completed then is refused unread, as the connection was.
     const late = failed.get(request.raw.socket);
-    if (late !== undefined) refuse(request, reply, late);
+    if (late !== undefined) refuse(reply, late);
     else done(edgeFailure(request.raw) ?? undefined);
   });
 }

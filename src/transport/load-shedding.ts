@@ -60,7 +60,7 @@ export async function registerShedding(app: FastifyInstance, limits: SheddingLim
     const inTurn: RouteOptions['handler'] =
       take === undefined || !pageRead
         ? handler
-        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(request, reply, QUEUE_FULL);
+        : async (request, reply) => (await take(async () => handler.call(request.server, request, reply))) ?? refuse(reply, QUEUE_FULL);
     return answeredUnderPressure ? { handler: inTurn, config: { pressureHandler: admit } } : { handler: inTurn };
   };
 }
@@ -78,7 +78,7 @@ async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimi
     pressureHandler: (request: FastifyRequest, reply: FastifyReply, type: string): undefined => {
       // Compiling the routes blocks the loop for a second or more on a busy host: that is no overload.
       if (type === TYPE_EVENT_LOOP_DELAY && performance.now() < bootSampled) return undefined;
-      refuse(request, reply, OVERLOADED);
+      refuse(reply, OVERLOADED);
       return undefined;
     },
   });

@@ -84,6 +84,8 @@ export interface SpawnOptions {
    * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH through setpriv; any other user has neither anyway.
    */
   unprivileged?: boolean;
+  /** Where it runs: the repository's root unless a test gives a scratch copy (a page's relative paths then stay in it). */
+  cwd?: string;
 }
 
 /** Drops root's permission override from `command` (see SpawnOptions.unprivileged). */
@@ -95,11 +97,11 @@ function withoutPermissionOverride(command: readonly string[]): readonly string[
 export function spawnServer(
   t: Teardown,
   env: ServerEnv,
-  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false }: SpawnOptions = {},
+  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false, cwd = REPO_ROOT }: SpawnOptions = {},
 ): ServerProcess {
   const [file, ...args] = unprivileged ? withoutPermissionOverride(command) : command;
   const child = spawn(file!, args, {
-    cwd: REPO_ROOT,
+    cwd,
     detached,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

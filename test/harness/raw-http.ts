@@ -1,5 +1,5 @@
 // Raw HTTP/1.1 for tests over real sockets: write bytes as they are, read back every complete
-// response (Content-Length framing), and tell who closed the connection.
+// response (Content-Length or chunked framing), and tell who closed the connection.
 import { connect, type Socket } from 'node:net';
 
 /** The shape of light-my-request's responses (statusCode), so contractProblems takes either. */
@@ -77,7 +77,7 @@ export async function openRaw(port: number): Promise<RawConnection> {
   };
 }
 
-/** One complete response from the front of `data` (Content-Length framing), or undefined. */
+/** One complete response from the front of `data` (Content-Length or chunked framing), or undefined. */
 export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffer } | undefined {
   const end = data.indexOf('\r\n\r\n');
   if (end < 0) return undefined;
@@ -88,13 +88,32 @@ export function takeResponse(data: Buffer): { response: RawResponse; rest: Buffe
     const colon = line.indexOf(':');
     headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
   }
-  const length = Number(headers['content-length'] ?? 0);
   const bodyStart = end + 4;
+  if (headers['transfer-encoding'] === 'chunked') {
+    const chunked = takeChunks(data, bodyStart);
+    return chunked && { response: { statusCode: status, headers, body: chunked.body.toString('utf8') }, rest: data.subarray(chunked.end) };
+  }
+  const length = Number(headers['content-length'] ?? 0);
   if (data.length < bodyStart + length) return undefined;
   return {
     response: { statusCode: status, headers, body: data.subarray(bodyStart, bodyStart + length).toString('utf8') },
     rest: data.subarray(bodyStart + length),
   };
+}
+
+/** A chunked body (RFC 9112 §7.1, no trailers) from `at`, and where it ends, or undefined until the last chunk has arrived. */
+function takeChunks(data: Buffer, at: number): { body: Buffer; end: number } | undefined {
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const lineEnd = data.indexOf('\r\n', at);
+    if (lineEnd < 0) return undefined;
+    const size = parseInt(data.toString('latin1', at, lineEnd), 16);
+    const chunkEnd = lineEnd + 2 + size;
+    if (data.length < chunkEnd + 2) return undefined;
+    if (size === 0) return { body: Buffer.concat(chunks), end: chunkEnd + 2 };
+    chunks.push(data.subarray(lineEnd + 2, chunkEnd));
+    at = chunkEnd + 2;
+  }
 }
 
 /** Sends raw bytes on a new connection, half-closes it, and answers everything the server wrote until it closed. */

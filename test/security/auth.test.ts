@@ -82,8 +82,8 @@ t.test('tokens never reach the logs, even at debug level', async (t) => {
 });
 
 // A request without any Authorization header is refused in the auth hook itself (the cheapest
-// answer); it must still be logged like every other refusal, with its request id.
-t.test('every refusal is logged once as "request refused" with its status, reason and request id', async (t) => {
+// answer); it must still be logged like every other refusal: one access line with its status, reason and request id.
+t.test('every refusal is logged on its one access line with its status, reason and request id', async (t) => {
   const { app, logs } = await build(t, { LOG_LEVEL: 'info' });
   const cases: Record<string, Record<string, string>> = {
     'no Authorization header': {},
@@ -93,13 +93,13 @@ t.test('every refusal is logged once as "request refused" with its status, reaso
   for (const [name, headers] of Object.entries(cases)) {
     const response = await api(t, app, { method: 'GET', url: '/plants/1', headers: { ...headers, 'x-request-id': `refusal-${name.length}` } });
     t.equal(response.statusCode, 401, name);
-    const refusals = logs()
+    const lines = logs()
       .split('\n')
       .filter((line) => line !== '')
       .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .filter((line) => line.msg === 'request refused' && line.reqId === `refusal-${name.length}`);
-    t.equal(refusals.length, 1, `${name}: one line`);
+      .filter((line) => line.reqId === `refusal-${name.length}`);
+    t.equal(lines.length, 1, `${name}: one line`);
     const { message } = response.json() as { message: string };
-    t.match(refusals[0], { level: 30, statusCode: 401, reason: message }, `${name}: status and reason`);
+    t.match(lines[0], { level: 30, msg: 'request completed', res: { statusCode: 401 }, reason: message }, `${name}: status and reason`);
   }
 });

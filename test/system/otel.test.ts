@@ -166,7 +166,7 @@ async function tracedScenario(t: Test, dbSystem: string, env: Record<string, str
     'its store call is a child of its span, though the handler ran once the body had arrived',
   );
 
-  // A refusal logs from within the request too; every line at info is written once the span exists.
+  // A refusal's reason is on its access line; every line at info is written once the span exists.
   const missing = clientTrace();
   const refused = await fetch(`${server.url}/plants/8`, { headers: { authorization: headers.authorization, traceparent: missing.traceparent } });
   t.equal(refused.status, 404, 'a plant that does not exist');
@@ -179,7 +179,11 @@ async function tracedScenario(t: Test, dbSystem: string, env: Record<string, str
     { span_id: requestSpan.spanId },
     'and the request span id',
   );
-  t.ok(logLinesOf(server, refused.headers.get('x-request-id')!).some((line) => line.msg === 'request refused'), 'a line from the handling itself');
+  t.match(
+    logLinesOf(server, refused.headers.get('x-request-id')!).find((line) => line.msg === 'request completed'),
+    { res: { statusCode: 404 }, reason: ((await refused.json()) as { message: string }).message },
+    'its access line gives the reason it was refused',
+  );
 
   const delivery = await collector.until('the webhook delivery', () => collector.webhooks.find((received) => received['webhook-event'] === 'plant.created'));
   const [, traceId, parentId] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/.exec(String(delivery.traceparent)) ?? [];
