@@ -5,7 +5,8 @@
 //                                                  node:sqlite (DATABASE_URL=sqlite:<file>)
 //   node scripts/bench-targets.ts pg-reference     the same on PostgreSQL through pg (DATABASE_URL=postgres://…)
 // The references are the cost of the work itself, on the service's table (its primary key and its index
-// by tag, which every insert maintains): read one plant by primary key, read a page of 100
+// by tag, which every insert maintains; on PostgreSQL, its version column, taken from a sequence on every
+// insert and read back with the plant): read one plant by primary key, read a page of 100
 // (101 rows, as the service reads one more to know whether a next page exists), and insert with the
 // service's group commit (creates arriving in the same event-loop turn share one transaction), with
 // the service's durability (SQLite: WAL, synchronous=FULL; both: the answer after the commit). No
@@ -123,19 +124,23 @@ async function postgresStore(url: string): Promise<ReferenceStore> {
   const setup = new pg.Client({ connectionString: url });
   await setup.connect();
   await setup.query('DROP SCHEMA IF EXISTS bench_reference CASCADE; CREATE SCHEMA bench_reference');
-  await setup.query('CREATE TABLE bench_reference.plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT)');
+  // As the service's: each write takes the plant's version (its ETag) from a sequence, and each read returns it.
+  await setup.query('CREATE TABLE bench_reference.plants (id BIGINT PRIMARY KEY, name TEXT NOT NULL, tag TEXT, version BIGINT NOT NULL)');
   await setup.query('CREATE INDEX plants_by_tag ON bench_reference.plants (tag, id)');
+  await setup.query('CREATE SEQUENCE bench_reference.plant_versions');
   await setup.end();
   // The service's pool: DATABASE_POOL_SIZE's default of 10, int8 read as a number here (ids are small).
   const pool = new pg.Pool({ connectionString: url, max: 10, options: '-c search_path=bench_reference' });
   pg.types.setTypeParser(20, Number);
   return {
-    get: async (id) => (await pool.query('SELECT id, name, tag FROM plants WHERE id = $1', [id])).rows[0],
+    get: async (id) => (await pool.query('SELECT id, name, tag, version FROM plants WHERE id = $1', [id])).rows[0],
     page: async (limit) =>
-      (await pool.query('SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [Number.MIN_SAFE_INTEGER, limit])).rows,
+      (await pool.query('SELECT id, name, tag, version FROM plants WHERE id >= $1 ORDER BY id LIMIT $2', [Number.MIN_SAFE_INTEGER, limit])).rows,
+    // In id order, answering the ids inserted, as the service's batch does (it tells created from existing by them).
     insert: async (plants) => {
       await pool.query(
-        'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ON CONFLICT (id) DO NOTHING',
+        'INSERT INTO plants (id, name, tag, version) SELECT id, name, tag, nextval(\'plant_versions\') ' +
+          'FROM unnest($1::int8[], $2::text[], $3::text[]) AS t(id, name, tag) ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id',
         [plants.map((plant) => plant.id), plants.map((plant) => plant.name), plants.map((plant) => plant.tag ?? null)],
       );
     },

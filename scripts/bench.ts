@@ -21,7 +21,8 @@
 // of the machine moves one round, not the whole ratio.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
 // (the services' LOG_LEVEL, warn; their lines go nowhere), and BENCH_ONLY:
-// run only the rows whose scenario name contains it (e.g. "page of 1,000"; no store fill unless it names that row;
+// run only the rows whose scenario name contains it, or one of its |-separated texts (e.g. "page of 1,000", "create|get";
+// no store fill unless it names that row;
 // a text no row contains measures the starts alone).
 // BENCH_TRACING=1 adds one more target, "service, traced": on SQLite with OpenTelemetry traces on, every
 // span exported (OTLP/HTTP) to a receiver in this process that accepts each batch.
@@ -31,6 +32,9 @@
 // row's CPU time per request against its reference measured in the same run (the 401 against the
 // bare Fastify answer); on PostgreSQL both count the CPU time of their database backends too.
 // BENCH_LARGE_STORE (1000000 plants for the last create row; 0 skips that row and the fill).
+// Garbage collection: the measured processes (not the starts) run with V8's --trace-gc-nvp, one line on stdout after
+// each collection, which the bench reads: each row prints the bytes promoted to the old generation per request and
+// the mark-compacts per 10,000 requests, so that a process that flips into promoting what should die young shows.
 // BENCH_BEFORE=<another checkout, with its own node_modules> adds the target "service (before)": that
 // checkout's service started as this one's is (its own Node, the flags of its npm start, a fresh SQLite
 // file), measured in the same rounds, and a last table of each service row's CPU time per request
@@ -58,7 +62,7 @@ const ROUND_SECONDS = Math.max(1, Math.round(DURATION / integerSetting('BENCH_RO
 const ROUNDS = Math.max(1, Math.round(DURATION / ROUND_SECONDS));
 const TOKEN = 'bench-token-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-const ONLY = process.env.BENCH_ONLY ?? '';
+const ONLY = (process.env.BENCH_ONLY ?? '').split('|');
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const STARTS = integerSetting('BENCH_STARTS', 5, 1);
 
@@ -89,12 +93,17 @@ interface Row {
   load: number;
   /** CPU µs per request of each round, database backends included: the rounds' ratios are taken from these. */
   roundCpuUs: number[];
+  /** Bytes promoted to V8's old generation per answered request. */
+  promotedPerRequest: number;
+  /** Full (mark-compact) collections per 10,000 answered requests. */
+  markCompactsPer10k: number;
 }
 
 /** One round of one row: an autocannon run's own result, and the CPU time the target spent meanwhile. */
 interface Round {
   result: RawResult;
   cpuUs: number;
+  gc: GcTotals;
   backendCpuUs?: number;
   machine: { before: MachineTicks; after: MachineTicks };
 }
@@ -155,9 +164,10 @@ const allScenarios: Scenario[] = [
   pageOf1000('gzip'),
   pageOf1000('br'),
 ];
-const scenarios = allScenarios.filter((scenario) => scenario.name.includes(ONLY));
+const chosen = (name: string) => ONLY.some((text) => name.includes(text));
+const scenarios = allScenarios.filter((scenario) => chosen(scenario.name));
 const createAtLarge = creates(`create at ${LARGE_STORE.toLocaleString('en')} plants`, LARGE_BASE + 1);
-const runsAtLarge = createAtLarge.name.includes(ONLY);
+const runsAtLarge = chosen(createAtLarge.name);
 // Its reference answers 200 to an unauthenticated request: the 401's reference is the bare Fastify answer.
 const UNAUTHENTICATED = allScenarios[3]!;
 
@@ -185,6 +195,14 @@ interface Target {
 interface Running extends Target {
   child: ChildProcess;
   port: number;
+  /** Read from its --trace-gc-nvp lines so far. */
+  gc: GcTotals;
+}
+
+interface GcTotals {
+  /** Bytes moved from the young generation to the old. */
+  promoted: number;
+  markCompacts: number;
 }
 
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
@@ -254,8 +272,8 @@ const running: Running[] = [];
 try {
   const startups = await measureStartups();
   for (const target of targets) {
-    const { child, port } = await startTarget(target);
-    running.push({ ...target, child, port });
+    const { child, port } = await startTarget(target, true);
+    running.push({ ...target, child, port, gc: gcTotals(child) });
   }
   for (const target of running) if (!target.baseline) await seed(target.port);
   // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
@@ -360,14 +378,15 @@ function printStartups(startups: Map<string, Startup[]>): void {
   }
 }
 
-async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT }: Target): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
+async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT }: Target, traceGc = false): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(node, args, {
+  const child = spawn(node, traceGc ? ['--trace-gc-nvp', ...args] : args, {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
     env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // stdout is read when it carries the GC trace (gcTotals); otherwise it goes nowhere.
+    stdio: ['ignore', traceGc ? 'pipe' : 'ignore', 'inherit'],
   });
   return { child, port, startupMs: await firstAnswer(child, port, started) };
 }
@@ -389,6 +408,7 @@ async function driveInRounds(targets: Running[], scenario: Scenario): Promise<Ro
 
 async function drive(target: Running, scenario: Scenario, duration: number): Promise<Round> {
   const pid = target.child.pid!;
+  const gcBefore = { ...target.gc };
   const cpuBefore = cpuMicroseconds(pid);
   const backendsBefore = await backendCpu(target);
   const before = machineCpuTicks();
@@ -399,9 +419,13 @@ async function drive(target: Running, scenario: Scenario, duration: number): Pro
     requests: scenario.request(),
     skipAggregateResult: true,
   })) as unknown as RawResult;
+  const cpuUs = cpuMicroseconds(pid) - cpuBefore;
+  // The trace lines of the round's last collections may still be in the pipe: one turn of the loop reads them.
+  await new Promise(setImmediate);
   return {
     result,
-    cpuUs: cpuMicroseconds(pid) - cpuBefore,
+    cpuUs,
+    gc: { promoted: target.gc.promoted - gcBefore.promoted, markCompacts: target.gc.markCompacts - gcBefore.markCompacts },
     ...(target.applicationName && { backendCpuUs: backendCpuSince(backendsBefore, await backendCpu(target)) }),
     machine: { before, after: machineCpuTicks() },
   };
@@ -430,7 +454,26 @@ function rowOf(target: Running, scenario: Scenario, rounds: Round[]): Row {
     load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
     ...(target.applicationName && { backendCpuUs: total((round) => round.backendCpuUs!) / requests }),
     roundCpuUs: rounds.map((round) => (round.cpuUs + (round.backendCpuUs ?? 0)) / Math.max(1, round.result.totalCompletedRequests)),
+    promotedPerRequest: total((round) => round.gc.promoted) / requests,
+    markCompactsPer10k: (10_000 * total((round) => round.gc.markCompacts)) / requests,
   };
+}
+
+/** Totals of a process's --trace-gc-nvp lines (`gc=s` a scavenge, `gc=mc` a mark-compact; `promoted=` bytes), kept up to date as they arrive. */
+function gcTotals(child: ChildProcess): GcTotals {
+  const totals: GcTotals = { promoted: 0, markCompacts: 0 };
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      const promoted = / promoted=(\d+)/.exec(line);
+      if (!promoted) continue; // the port a reference prints, a log line
+      totals.promoted += Number(promoted[1]);
+      if (/ gc=mc /.test(line)) totals.markCompacts++;
+    }
+  });
+  return totals;
 }
 
 /** CPU time so far of each PostgreSQL backend serving the target, by pid (none for other targets). */
@@ -565,14 +608,16 @@ function print(): void {
   console.log(`\n${CONNECTIONS} connections, ${DURATION} s per row, load generator on the same machine (${process.version})`);
   console.log(
     `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}` +
-      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}${'bytes/ans'.padStart(11)}`,
+      `${'errors'.padStart(8)}${'x ceiling'.padStart(11)}${'CPU µs/req'.padStart(12)}${'steal %'.padStart(9)}${'bytes/ans'.padStart(11)}` +
+      `${'promoted B/req'.padStart(16)}${'MC/10k req'.padStart(12)}`,
   );
   // Grouped by target, in the order the targets were started.
   for (const row of targets.flatMap((target) => rows.filter((row) => row.target === target.name))) {
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${row.rps.toFixed(0).padStart(9)}${String(row.p50).padStart(8)}` +
         `${String(row.p99).padStart(8)}${String(row.errors).padStart(8)}${ratio(row).padStart(11)}${cpuText(row).padStart(12)}` +
-        `${row.stealPercent.toFixed(1).padStart(9)}${row.bytesPerAnswer.toFixed(0).padStart(11)}`,
+        `${row.stealPercent.toFixed(1).padStart(9)}${row.bytesPerAnswer.toFixed(0).padStart(11)}` +
+        `${row.promotedPerRequest.toFixed(0).padStart(16)}${row.markCompactsPer10k.toFixed(1).padStart(12)}`,
     );
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
