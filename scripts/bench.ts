@@ -20,7 +20,8 @@
 // and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
 // of the machine moves one round, not the whole ratio.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
-// (the services' LOG_LEVEL, warn; their lines go nowhere), and BENCH_ONLY:
+// (the services' LOG_LEVEL, warn; their lines go nowhere; at another level the SQLite service runs at warn too, as
+// "service, sqlite, warn", and a last table gives each row against it), and BENCH_ONLY:
 // run only the rows whose scenario name contains it, or one of its |-separated texts (e.g. "page of 1,000", "create|get";
 // no store fill unless it names that row;
 // a text no row contains measures the starts alone).
@@ -190,6 +191,8 @@ interface Target {
   applicationName?: string;
   /** For a service of this checkout: the same service of BENCH_BEFORE's checkout, on the same database. */
   beforeName?: string;
+  /** For the SQLite service at a LOG_LEVEL other than warn: the same service at warn, measured in the same rounds. */
+  atWarnName?: string;
 }
 
 interface Running extends Target {
@@ -207,6 +210,7 @@ interface GcTotals {
 
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
 const BEFORE_NAME = 'service (before)';
+const AT_WARN_NAME = 'service, sqlite, warn';
 // An empty database of its own for BENCH_BEFORE's service on PostgreSQL (its schema is that checkout's).
 const BEFORE_DATABASE_URL = process.env.BENCH_BEFORE_DATABASE_URL;
 const BEFORE_POSTGRES_NAME = 'service, postgres (before)';
@@ -230,8 +234,19 @@ const targets: Target[] = [
     service: true,
     referenceName: 'fastify + node:sqlite',
     ...(BEFORE !== undefined && { beforeName: BEFORE_NAME }),
+    ...(LOG_LEVEL !== 'warn' && { atWarnName: AT_WARN_NAME }),
   },
 ];
+if (LOG_LEVEL !== 'warn') {
+  targets.push({
+    name: AT_WARN_NAME,
+    args: serviceArgs(),
+    env: { DATABASE_URL: `sqlite:${join(dir, 'at-warn.db')}`, LOG_LEVEL: 'warn' },
+    baseline: false,
+    service: true,
+    referenceName: 'fastify + node:sqlite',
+  });
+}
 if (BEFORE !== undefined) targets.push(beforeTarget(BEFORE_NAME, `sqlite:${join(dir, 'before.db')}`, 'fastify + node:sqlite'));
 const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL;
 if (BENCH_DATABASE_URL) {
@@ -384,7 +399,7 @@ async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT
   const child = spawn(node, traceGc ? ['--trace-gc-nvp', ...args] : args, {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
-    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0' },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0', ...env },
     // stdout is read when it carries the GC trace (gcTotals); otherwise it goes nowhere.
     stdio: ['ignore', traceGc ? 'pipe' : 'ignore', 'inherit'],
   });
@@ -622,7 +637,8 @@ function print(): void {
   }
   for (const note of [...notes, ...largeStoreNotes()]) console.log(note);
   printWorkRatios();
-  if (BEFORE !== undefined) printBeforeRatios();
+  if (BEFORE !== undefined) printRatiosAgainst(`${BEFORE_NAME} (${BEFORE})`, 'before µs', (target) => target.beforeName);
+  if (LOG_LEVEL !== 'warn') printRatiosAgainst(`the same service at LOG_LEVEL=warn (this one at ${LOG_LEVEL})`, 'warn µs', (target) => target.atWarnName);
   const stolen = Math.max(...rows.map((row) => row.stealPercent));
   if (stolen >= STEAL_WARNING_PERCENT) {
     console.log(
@@ -692,18 +708,20 @@ function beforeTarget(name: string, databaseUrl: string, referenceName: string):
 }
 
 /** Each service row's CPU µs per request against the same scenario's on BENCH_BEFORE's service. */
-function printBeforeRatios(): void {
+/** Each service row's CPU time per request against the same scenario on another target: BENCH_BEFORE's service, or the service at warn. */
+function printRatiosAgainst(title: string, column: string, otherOf: (target: Target) => string | undefined): void {
   console.log(
-    `\nCPU µs per request against ${BEFORE_NAME} (${BEFORE}; PostgreSQL: process + database backends);\n` +
+    `\nCPU µs per request against ${title} (PostgreSQL: process + database backends);\n` +
       `ratio: the whole rows'; rounds: the median and range of the ${ROUNDS} rounds' ratios (${ROUND_SECONDS} s each, seconds apart)`,
   );
   console.log(
-    `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'CPU µs'.padStart(10)}${'before µs'.padStart(10)}` +
+    `${'target'.padEnd(22)}${'scenario'.padEnd(28)}${'CPU µs'.padStart(10)}${column.padStart(10)}` +
       `${'ratio'.padStart(8)}${'rounds'.padStart(20)}${'steal %'.padStart(9)}${'load'.padStart(7)}`,
   );
   for (const row of rows) {
-    const beforeName = targets.find((target) => target.name === row.target)?.beforeName;
-    const before = rows.find((candidate) => candidate.target === beforeName && candidate.scenario === row.scenario);
+    const target = targets.find((candidate) => candidate.name === row.target);
+    const otherName = target && otherOf(target);
+    const before = rows.find((candidate) => candidate.target === otherName && candidate.scenario === row.scenario);
     if (!before) continue;
     console.log(
       `${row.target.padEnd(22)}${row.scenario.padEnd(28)}${cpuText(row).padStart(10)}${cpuText(before).padStart(10)}` +
