@@ -9,7 +9,7 @@ import { databaseOf } from '../config.ts';
 import { migrations, schemaScripts } from './migrations.ts';
 import type { Dialect } from './sql.ts';
 import { EXACT_TYPES } from './postgres.ts';
-import { preparePrivateFiles } from './sqlite-files.ts';
+import { companionFiles, preparePrivateFiles } from './sqlite-files.ts';
 
 /** A copy or backup refused or failed for a reason its one-line message names, with what to do. */
 export class StoreCommandError extends Error {}
@@ -186,7 +186,7 @@ async function readAll(end: End, table: string, columns: string[], each: (page: 
 }
 
 function removeDatabase(path: string): void {
-  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) rmSync(file, { force: true });
+  for (const file of [path, ...companionFiles(path)]) rmSync(file, { force: true });
 }
 
 class SqliteEnd implements End {

@@ -15,6 +15,11 @@ export class SqlitePathError extends Error {}
 
 type OpenFile = NonNullable<ReturnType<typeof openChecked>>;
 
+/** The files SQLite keeps for the database at `path`: the -wal, -shm and -journal beside it. */
+export function companionFiles(path: string): string[] {
+  return [`${path}-wal`, `${path}-shm`, `${path}-journal`];
+}
+
 /** Prepares `path` for SQLite; returns a line for each existing file of ours whose mode was tightened. */
 export function preparePrivateFiles(path: string): string[] {
   checkPath(path);
@@ -25,7 +30,7 @@ export function preparePrivateFiles(path: string): string[] {
   // crash or another process: SQLite reuses them as they are) before the database is created.
   const opened: OpenFile[] = [];
   try {
-    for (const companion of [`${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    for (const companion of companionFiles(path)) {
       const file = openChecked(companion, 0);
       if (file) opened.push(file);
     }
