@@ -15,11 +15,10 @@ export interface CreateResult {
   outcome: 'created' | 'unchanged' | 'conflict';
   /** The plant as stored after the call (for a conflict: the untouched original). */
   stored: PlantRecord;
-  /** Set by a driver that knows it: whether the write added webhook deliveries (none without a subscriber). */
+  /** Whether the write added webhook deliveries, when the driver knows. */
   eventWritten?: boolean;
 }
 
-/** The content of a plant: everything but its identity. */
 export type PlantContent = Omit<PlantRecord, 'id'>;
 
 /** A list of every plant field (plant-fields.ts, migrations): a field added to openapi.yaml fails the type check there, named. */
@@ -38,26 +37,15 @@ export interface VersionedPlant {
   version: bigint;
 }
 
-/** Decides, against the plant as stored right now and its version, whether a conditional write may proceed. */
+/** Decides, against the plant as stored and its version, whether a conditional write may proceed. */
 export type Precondition = (current: PlantRecord, version: bigint) => boolean;
 
 export type ConditionalWrite =
-  | { outcome: 'done'; plant: PlantRecord; version: bigint; eventWritten?: boolean }
+  | ({ outcome: 'done'; eventWritten?: boolean } & VersionedPlant)
   | { outcome: 'missing' }
   | { outcome: 'precondition-failed'; current: PlantRecord; version: bigint };
 
-export interface NewTokenRecord {
-  name: string;
-  /** Hex SHA-256 of the token: the store never holds a usable token. */
-  hash: string;
-  /** What a person may see to recognise the token, e.g. `pst_…abcd`. */
-  hint: string;
-  /** Scopes granted; `*` grants every scope, present and future. Defaults to `*`. */
-  scopes?: string[];
-  /** ISO 8601 instant after which the token no longer works. */
-  expiresAt?: string;
-}
-
+/** A token as stored: `hint` is what a person may see to recognise it (`pst_…abcd`); `*` grants every scope, present and future. */
 export interface TokenRecord {
   id: number;
   name: string;
@@ -68,6 +56,9 @@ export interface TokenRecord {
   expiresAt?: string;
   revokedAt?: string;
 }
+
+/** `hash` is the token's hex SHA-256: the store never holds a usable token. */
+export type NewTokenRecord = Pick<TokenRecord, 'name' | 'hint' | 'expiresAt'> & { hash: string; scopes?: string[] };
 
 /** The database cannot be reached right now (connection lost, refused, busy); the request may be retried. */
 export class StoreUnavailableError extends Error {
@@ -119,21 +110,17 @@ export type Subscription = Omit<components['schemas']['Webhook'], 'enabled'> & {
 /** The contract's WebhookDelivery; its id is the message id, sent as `webhook-id` on every attempt. */
 export type Delivery = Omit<components['schemas']['WebhookDelivery'], 'id'> & { messageId: string };
 
-/** A due delivery, leased to one dispatcher until `claimedUntil`, with what sending it needs. */
-export interface ClaimedDelivery {
+/** A due delivery leased to one dispatcher, with what sending it needs: `previousSecret` signs too while a rotation's overlap lasts. */
+export type ClaimedDelivery = Pick<Delivery, 'messageId' | 'event' | 'attempts'> & {
   id: bigint;
-  messageId: string;
-  event: WebhookEvent;
+  subscriptionId: bigint;
   payload: string;
-  attempts: number;
   url: string;
   secret: string;
-  /** The secret a rotation replaced, while its overlap lasts: deliveries are signed by both. */
   previousSecret?: string;
-  subscriptionId: bigint;
   /** The W3C traceparent of the request that changed the plant, when it was traced. */
   traceparent?: string;
-}
+};
 
 export type AttemptOutcome =
   | { id: bigint; at: string; result: 'delivered'; responseStatus: number }
@@ -170,7 +157,7 @@ export function eventPayload({ id, name, tag, ...added }: PlantRecord): string {
 }
 
 /** The same fields in the order of their names: the order a client sent them in must not change a payload or an ETag. */
-export function inKeyOrder<Fields extends object>(fields: Fields): Fields {
+function inKeyOrder<Fields extends object>(fields: Fields): Fields {
   return Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1))) as Fields;
 }
 
