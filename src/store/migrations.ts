@@ -5,31 +5,26 @@ import type { EveryPlantField } from './types.ts';
 /** The migration that gives each field of a plant its column: a field added to the spec fails here until one does. */
 export const PLANT_FIELD_MIGRATIONS: EveryPlantField<number> = { name: 1, tag: 1 };
 
-// What hands out plant versions, after those of the plants stored: a sequence, or (SQLite has none) a counter row its triggers keep.
-const VERSIONS: Record<Dialect, string> = {
-  sqlite: `
-    CREATE TABLE plant_versions (last INTEGER NOT NULL) STRICT;
-    INSERT INTO plant_versions (last) SELECT count(*) FROM plants;
-    CREATE TRIGGER plant_version_inserted AFTER INSERT ON plants
-      BEGIN UPDATE plant_versions SET last = max(last, NEW.version); END;
-    CREATE TRIGGER plant_version_updated AFTER UPDATE OF version ON plants
-      BEGIN UPDATE plant_versions SET last = max(last, NEW.version); END;`,
-  postgres: `
-    CREATE SEQUENCE plant_versions;
-    SELECT setval('plant_versions', (SELECT count(*) FROM plants) + 1, false);
-    ALTER TABLE plants ALTER COLUMN version DROP DEFAULT;`,
-};
-
-// An id the database numbers, a 64-bit integer, a double, a point in time, how a table ends (SQLite: typed strictly), plant versions.
+// An id the database numbers, a 64-bit integer, a double, a point in time, how a table ends (SQLite: typed strictly), and
+// what hands out plant versions after those of the plants stored: a sequence, or (SQLite has none) a counter row its triggers keep.
 type Spelled = Record<'serial' | 'int8' | 'float8' | 'time' | 'table' | 'versions', string>;
 const SPELLED: Record<Dialect, Spelled> = {
   sqlite: {
     serial: 'INTEGER PRIMARY KEY AUTOINCREMENT', int8: 'INTEGER', float8: 'REAL', time: 'TEXT', table: ') STRICT',
-    versions: VERSIONS.sqlite,
+    versions: `
+      CREATE TABLE plant_versions (last INTEGER NOT NULL) STRICT;
+      INSERT INTO plant_versions (last) SELECT count(*) FROM plants;
+      CREATE TRIGGER plant_version_inserted AFTER INSERT ON plants
+        BEGIN UPDATE plant_versions SET last = max(last, NEW.version); END;
+      CREATE TRIGGER plant_version_updated AFTER UPDATE OF version ON plants
+        BEGIN UPDATE plant_versions SET last = max(last, NEW.version); END;`,
   },
   postgres: {
     serial: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', int8: 'BIGINT', float8: 'DOUBLE PRECISION', time: 'TIMESTAMPTZ', table: ')',
-    versions: VERSIONS.postgres,
+    versions: `
+      CREATE SEQUENCE plant_versions;
+      SELECT setval('plant_versions', (SELECT count(*) FROM plants) + 1, false);
+      ALTER TABLE plants ALTER COLUMN version DROP DEFAULT;`,
   },
 };
 

@@ -12,7 +12,6 @@ import { wanting } from './webhooks.ts';
 
 /** How long a write waits for a write lock another process holds (documented: docs/operations.md, openapi.yaml's 503). */
 export const LOCK_WAIT_MS = 5_000;
-/** Waits between tries for the lock: short at first, then capped. */
 const FIRST_RETRY_MS = 1;
 const MAX_RETRY_MS = 50;
 /** Free space on the database's filesystem that lets a storage fault's ping answer ready again: a batch's WAL frames fit. */
@@ -276,21 +275,17 @@ class SqliteDriver implements Driver {
   }
 }
 
-const SQLITE_BUSY = 5;
-const SQLITE_IOERR = 10;
-const SQLITE_FULL = 13;
-
 /** The primary result code of a node:sqlite error (its errcode is the extended one); 0 for other errors. */
 function resultCode(error: unknown): number {
   return ((error as { errcode?: number })?.errcode ?? 0) & 0xff;
 }
 
+/** SQLITE_BUSY: another connection holds the lock. */
 function isBusy(error: unknown): boolean {
-  return resultCode(error) === SQLITE_BUSY;
+  return resultCode(error) === 5;
 }
 
-/** A full disk (SQLITE_FULL) or an I/O error (SQLITE_IOERR_*, which is how some ENOSPC cases surface). */
+/** SQLITE_FULL, or SQLITE_IOERR_* (how some ENOSPC cases surface). */
 function isStorageFault(error: unknown): boolean {
-  const code = resultCode(error);
-  return code === SQLITE_FULL || code === SQLITE_IOERR;
+  return resultCode(error) === 13 || resultCode(error) === 10;
 }
