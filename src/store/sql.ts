@@ -65,15 +65,8 @@ export function* only<T>(statement: Statement): Steps<T> {
   return (yield statement) as T;
 }
 
-/** A statement whose rows the driver answers, as objects. */
-export function all(statement: Sql): Statement {
-  return { kind: 'all', sql: statement };
-}
-
-/** A statement whose count of changed rows the driver answers, as a number. */
-export function run(statement: Sql): Statement {
-  return { kind: 'run', sql: statement };
-}
+export const all = (statement: Sql): Statement => ({ kind: 'all', sql: statement });
+export const run = (statement: Sql): Statement => ({ kind: 'run', sql: statement });
 
 export type Row = Record<string, unknown>;
 // Integer columns read as BigInt (exact int64 ids) that records hold as numbers.
