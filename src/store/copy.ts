@@ -19,9 +19,11 @@ type Row = Value[];
 type Role = 'source' | 'target';
 
 /** Rows per read and per insert: large enough that round trips do not dominate, small enough to stay a few MB. */
-const BATCH = 5_000;
+const BATCH_LIMIT = raw('5000');
 /** The table holding SQLite's version counter; it and every sequence are carried as counters, not rows. */
 const COUNTER_TABLE = 'plant_versions';
+const SAME = 'The source and the target are the same database:';
+const POSTGRES_URL = 'postgres://user:password@host:5432/database';
 
 export interface Progress {
   phase: 'copy' | 'verify';
@@ -99,7 +101,8 @@ export async function copyStore(fromUrl: string, toUrl: string, onProgress: (pro
       await target.setCounters(await source.counters());
       const verified = counting('verify');
       for (const check of checks) {
-        [check.rows[1], check.sha256[1]] = await readAll(target, check.table, await columnsOf(source, check.table), verified);
+        const columns = await columnsOf(source, check.table);
+        [check.rows[1], check.sha256[1]] = await readAll(target, check.table, columns, verified);
       }
       committed = checks.every(matches);
       await target.close(committed);
@@ -147,7 +150,8 @@ async function openEnd(url: string, role: Role, source?: End): Promise<End> {
   if (database === 'sqlite') return openSqlite(url.slice('sqlite:'.length), role, source);
   if (database === 'postgresql') return openPostgres(url, role, source);
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? 'unrecognised';
-  throw new StoreCommandError(`The ${role} URL must look like sqlite:<path> or postgres://user:password@host:5432/database; got a "${scheme}" URL.`);
+  const got = `got a "${scheme}" URL`;
+  throw new StoreCommandError(`The ${role} URL must look like sqlite:<path> or ${POSTGRES_URL}; ${got}.`);
 }
 
 /** The first value of each row. */
@@ -169,7 +173,9 @@ async function count(end: End, table: string): Promise<number> {
 }
 
 async function schemaVersion(end: End): Promise<number> {
-  if (!(await tablesOf(end)).includes('schema_migrations')) throw new StoreCommandError(`${end.name} holds no plant store (it has no schema_migrations table): check the URL.`);
+  if (!(await tablesOf(end)).includes('schema_migrations')) {
+    throw new StoreCommandError(`${end.name} holds no plant store (it has no schema_migrations table): check the URL.`);
+  }
   const [[max]] = (await end.query(sql`SELECT max(version) FROM schema_migrations`)) as [[Value]];
   const version = Number(max ?? 0);
   const latest = migrations.at(-1)!.version;
@@ -198,20 +204,25 @@ async function prepareTarget(target: End, version: number): Promise<void> {
   await target.query(sql`DELETE FROM schema_migrations`);
 }
 
-/** Reads a table page by page in key order, handing each page on; answers its row count and the SHA-256 of its content. */
+/** Reads a table page by page in key order, handing each page on; answers its row count and its content's SHA-256. */
 async function readAll(end: End, table: string, columns: string[], each: (page: Row[]) => Promise<void>): Promise<[number, string]> {
   const hash = createHash('sha256');
   let rows = 0;
   const [key, select] = [raw(columns[0]!), raw(`SELECT ${columns.join(', ')} FROM ${table}`)];
-  const pageAfter = (last?: Value) =>
-    end.query(sql`${select} ${last === undefined ? raw('') : sql`WHERE ${key} > ${last}`} ORDER BY ${key} LIMIT ${raw(String(BATCH))}`);
+  const after = (last?: Value) => (last === undefined ? raw('') : sql`WHERE ${key} > ${last}`);
+  const pageAfter = (last?: Value) => end.query(sql`${select} ${after(last)} ORDER BY ${key} LIMIT ${BATCH_LIMIT}`);
   for (let page = await pageAfter(); page.length > 0; page = await pageAfter(page.at(-1)![0])) {
     // Each value as both stores mean it: times as ISO 8601 text, integers as digits, text as it is.
-    for (const row of page) hash.update(JSON.stringify(row.map((value) => (value instanceof Date ? value.toISOString() : typeof value === 'bigint' || typeof value === 'number' ? `#${value}` : value))));
+    for (const row of page) hash.update(JSON.stringify(row.map(canonical)));
     rows += page.length;
     await each(page);
   }
   return [rows, hash.digest('hex')];
+}
+
+function canonical(value: Value): string | null {
+  if (value instanceof Date) return value.toISOString();
+  return typeof value === 'bigint' || typeof value === 'number' ? `#${value}` : value;
 }
 
 function removeDatabase(path: string): void {
@@ -220,12 +231,14 @@ function removeDatabase(path: string): void {
 
 function openSqlite(path: string, role: Role, source?: End): End {
   const name = `The ${role} sqlite:${path}`;
-  if (path === '') throw new StoreCommandError(`The ${role} URL sqlite: needs a file path, for example sqlite:./data/plants.db.`);
+  if (path === '') {
+    throw new StoreCommandError(`The ${role} URL sqlite: needs a file path, for example sqlite:./data/plants.db.`);
+  }
   const exists = existsSync(path);
   if (role === 'source' && !exists) throw new StoreCommandError(`${name} does not exist: check the path.`);
   const identity = exists ? realpathSync(path) : resolve(path);
   if (source?.dialect === 'sqlite' && source.identity === identity) {
-    throw new StoreCommandError('The source and the target are the same database: give a new file or an empty database as the target.');
+    throw new StoreCommandError(`${SAME} give a new file or an empty database as the target.`);
   }
   let db: DatabaseSync;
   try {
@@ -253,11 +266,12 @@ function openSqlite(path: string, role: Role, source?: End): End {
     async insert(table, columns, rows) {
       let insert = inserts.get(table);
       if (!insert) {
-        insert = db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`);
+        insert = db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join()})`);
         inserts.set(table, insert);
       }
       // PostgreSQL's times arrive as Dates and its int4 as numbers: SQLite keeps ISO 8601 text and exact integers.
-      const bound = (value: Value) => (value instanceof Date ? value.toISOString() : typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : value);
+      const bound = (value: Value) =>
+        (value instanceof Date ? value.toISOString() : Number.isInteger(value) ? BigInt(value as number) : value);
       for (const row of rows) insert.run(...row.map(bound));
     },
     async counters() {
@@ -270,8 +284,12 @@ function openSqlite(path: string, role: Role, source?: End): End {
     },
     async setCounters(counters) {
       for (const [name, last] of counters) {
-        if (name === COUNTER_TABLE) await query(sql`UPDATE ${raw(COUNTER_TABLE)} SET last = max(last, ${last})`);
-        else db.exec(`DELETE FROM sqlite_sequence WHERE name = '${name}'; INSERT INTO sqlite_sequence VALUES ('${name}', ${last})`);
+        if (name === COUNTER_TABLE) {
+          await query(sql`UPDATE ${raw(COUNTER_TABLE)} SET last = max(last, ${last})`);
+          continue;
+        }
+        await query(sql`DELETE FROM sqlite_sequence WHERE name = ${name}`);
+        await query(sql`INSERT INTO sqlite_sequence (name, seq) VALUES (${name}, ${last})`);
       }
     },
     async close(commit) {
@@ -287,10 +305,10 @@ async function openPostgres(url: string, role: Role, source?: End): Promise<End>
   try {
     parsed = parse(url);
   } catch {
-    throw new StoreCommandError(`The ${role} URL is not a valid PostgreSQL URL: write it as postgres://user:password@host:5432/database.`);
+    throw new StoreCommandError(`The ${role} URL is not a valid PostgreSQL URL: write it as ${POSTGRES_URL}.`);
   }
   const [host, port] = [parsed.host || 'localhost', parsed.port || '5432'];
-  const name = `The ${role} database ${parsed.database ?? ''} at ${host}:${port}`;
+  const [database, name] = [parsed.database, `The ${role} database ${parsed.database ?? ''} at ${host}:${port}`];
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, types: EXACT_TYPES });
   client.on('error', () => undefined);
   try {
@@ -298,16 +316,21 @@ async function openPostgres(url: string, role: Role, source?: End): Promise<End>
   } catch (error) {
     await client.end().catch(() => undefined);
     const { code, message } = error as { code?: string; message: string };
-    if (code === '3D000') throw new StoreCommandError(`${name} does not exist: ${role === 'source' ? 'check the database name' : `create it (createdb -h ${host} -p ${port} ${parsed.database})`}.`);
-    if (error instanceof pg.DatabaseError) throw new StoreCommandError(`${name} refused the connection: ${message}: fix the user or password in the URL, or the server's access rules.`);
-    throw new StoreCommandError(`${name} cannot be reached (${message}): start it, or fix the host and port in the URL.`);
+    const createdb = `createdb -h ${host} -p ${port} ${database}`;
+    const create = role === 'source' ? 'check the database name' : `create it (${createdb})`;
+    if (code === '3D000') throw new StoreCommandError(`${name} does not exist: ${create}.`);
+    const fix = error instanceof pg.DatabaseError
+      ? `refused the connection: ${message}: fix the user or password in the URL, or the server's access rules.`
+      : `cannot be reached (${message}): start it, or fix the host and port in the URL.`;
+    throw new StoreCommandError(`${name} ${fix}`);
   }
   const query = async ({ text, values }: Sql) => (await client.query({ text, values, rowMode: 'array' })).rows as Row[];
-  const where = raw("SELECT concat_ws(' ', inet_server_addr(), inet_server_port(), current_database(), current_schema())");
+  const where = raw(`SELECT
+    concat_ws(' ', inet_server_addr(), inet_server_port(), current_database(), current_schema())`);
   const [[identity]] = (await query(where)) as [[string]];
   if (source?.dialect === 'postgres' && source.identity === identity) {
     await client.end();
-    throw new StoreCommandError('The source and the target are the same database: give a new, empty database as the target.');
+    throw new StoreCommandError(`${SAME} give a new, empty database as the target.`);
   }
   /** Each table's column types, by column name: what its arrays are cast to on insert. */
   const types = new Map<string, Map<string, string>>();
@@ -316,10 +339,14 @@ async function openPostgres(url: string, role: Role, source?: End): Promise<End>
     name,
     identity,
     query,
-    script: async (text) => void (await client.query(text)),
+    async script(text) {
+      await client.query(text);
+    },
     async insert(table, columns, rows) {
-      if (!types.has(table)) types.set(table, new Map((await query(SPELLED.postgres.columns(table))) as [string, string][]));
-      // One array per column, unnested into rows: one statement per page. Ids the database numbers are taken as they were.
+      if (!types.has(table)) {
+        types.set(table, new Map((await query(SPELLED.postgres.columns(table))) as [string, string][]));
+      }
+      // One array per column, unnested into rows: one statement per page; ids the database numbers are kept.
       const arrays = columns.map((column, at) => {
         const values = rows.map((row) => (typeof row[at] === 'bigint' ? String(row[at]) : row[at]));
         return sql`${values}::${raw(types.get(table)!.get(column)!)}[]`;
@@ -328,12 +355,14 @@ async function openPostgres(url: string, role: Role, source?: End): Promise<End>
       await query(sql`INSERT INTO ${into} OVERRIDING SYSTEM VALUE SELECT * FROM unnest(${joined(arrays)})`);
     },
     async counters() {
-      const sequences = await query(raw(`SELECT '${COUNTER_TABLE}', to_regclass('${COUNTER_TABLE}')::text UNION ALL SELECT table_name, pg_get_serial_sequence(quote_ident(table_name), column_name)
-      FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'`));
+      const sequences = await query(raw(`SELECT '${COUNTER_TABLE}', to_regclass('${COUNTER_TABLE}')::text
+        UNION ALL SELECT table_name, pg_get_serial_sequence(quote_ident(table_name), column_name)
+        FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES'`));
       const counters = new Map<string, bigint>();
       for (const [name, sequence] of sequences) {
         if (sequence === null) continue;
-        const [[last]] = (await query(raw(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM ${sequence as string}`))) as [[bigint]];
+        const lastValue = raw(`SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM ${sequence}`);
+        const [[last]] = (await query(lastValue)) as [[bigint]];
         counters.set(name as string, last);
       }
       return counters;

@@ -5,8 +5,7 @@ import type { EveryPlantField } from './types.ts';
 /** The migration that gives each field of a plant its column: a field added to the spec fails here until one does. */
 export const PLANT_FIELD_MIGRATIONS: EveryPlantField<number> = { name: 1, tag: 1 };
 
-// An id the database numbers, a 64-bit integer, a double, a point in time, how a table ends (SQLite: typed strictly), and
-// what hands out plant versions after those of the plants stored: a sequence, or (SQLite has none) a counter row its triggers keep.
+// Types, how a table ends (SQLite: typed strictly), what hands out plant versions (a sequence, or a trigger-kept row).
 type Spelled = Record<'serial' | 'int8' | 'float8' | 'time' | 'table' | 'versions', string>;
 const SPELLED: Record<Dialect, Spelled> = {
   sqlite: {

@@ -45,7 +45,7 @@ export type ConditionalWrite =
   | { outcome: 'missing' }
   | { outcome: 'precondition-failed'; current: PlantRecord; version: bigint };
 
-/** A token as stored: `hint` is what a person may see to recognise it (`pst_…abcd`); `*` grants every scope, present and future. */
+/** A token as stored: `hint` is what a person may see of it (`pst_…abcd`); scope `*` grants every scope. */
 export interface TokenRecord {
   id: number;
   name: string;
@@ -110,7 +110,7 @@ export type Subscription = Omit<components['schemas']['Webhook'], 'enabled'> & {
 /** The contract's WebhookDelivery; its id is the message id, sent as `webhook-id` on every attempt. */
 export type Delivery = Omit<components['schemas']['WebhookDelivery'], 'id'> & { messageId: string };
 
-/** A due delivery leased to one dispatcher, with what sending it needs: `previousSecret` signs too while a rotation's overlap lasts. */
+/** A due delivery leased to one dispatcher, with what sending it needs; `previousSecret` signs too in a rotation. */
 export type ClaimedDelivery = Pick<Delivery, 'messageId' | 'event' | 'attempts'> & {
   id: bigint;
   subscriptionId: bigint;
