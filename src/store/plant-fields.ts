@@ -16,10 +16,8 @@ export type ColumnKind = keyof typeof COLUMN_KINDS;
 /** Every field of a plant but its id, in column order, each column named as its field; a field added to openapi.yaml fails the type check here. */
 export const PLANT_FIELDS: EveryPlantField<ColumnKind> = { name: 'text', tag: 'text' };
 
-export type PlantField = keyof PlantContent;
-
 /** The fields in column order. */
-export const PLANT_FIELD_NAMES = Object.keys(PLANT_FIELDS) as PlantField[];
+export const PLANT_FIELD_NAMES = Object.keys(PLANT_FIELDS) as (keyof PlantContent)[];
 
 /** openapi.yaml declares a plant field the store does not keep; the message names it and says what to do. */
 export class UnkeptPlantFieldError extends SpecificationError {}

@@ -12,7 +12,6 @@ const FIELDS = raw(PLANT_FIELD_NAMES.join(', '));
 const PLANTS = sql`SELECT id, ${FIELDS}, version FROM plants WHERE`;
 const READERS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].read);
 
-/** The plants a condition selects, as rows of column values for toPlants. */
 export function plantsWhere(condition: Sql): Statement {
   return { kind: 'tuples', sql: sql`${PLANTS} ${condition}` };
 }

@@ -103,9 +103,7 @@ class PostgresDriver implements Driver {
   #closed = false;
   /** How many operations are under way; close() lets them finish before ending the pool. */
   #inFlight = 0;
-  /** Called when the last operation under way ends, while close() waits for it. */
   #onIdle: (() => void) | undefined;
-  /** How long /readyz waits for the database before saying it is not ready. */
   readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;

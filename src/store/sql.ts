@@ -41,7 +41,6 @@ export abstract class Repository {
     this.driver = driver;
   }
 
-  /** Runs one read statement (an Sql: its rows as objects), answering what `answer` makes of its result. */
   protected query<T>(read: Statement | Sql, answer: (result: unknown) => T): Promise<T> {
     return this.driver.query(read instanceof Sql ? all(read) : read, answer);
   }
@@ -60,7 +59,6 @@ export interface Driver {
   close(): Promise<void>;
 }
 
-/** Work of a single statement, answering what the driver answers for it. */
 export function* only<T>(statement: Statement): Steps<T> {
   return (yield statement) as T;
 }

@@ -94,7 +94,6 @@ class SqliteDriver implements Driver {
     }
   }
 
-  /** Runs the read at once, as read() does, without steps around it. */
   query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
     let result: unknown;
     try {

@@ -48,8 +48,8 @@ export class SqlTokens extends Repository {
     return this.driver.write(() => insertToken(token), 'statement');
   }
 
-  async listTokens(): Promise<TokenRecord[]> {
-    return (await this.driver.read(() => only<Row[]>(all(sql`SELECT ${TOKEN} FROM api_tokens ORDER BY id`)))).map(toToken);
+  listTokens(): Promise<TokenRecord[]> {
+    return this.query(sql`SELECT ${TOKEN} FROM api_tokens ORDER BY id`, (rows) => (rows as Row[]).map(toToken));
   }
 
   async revokeToken(nameOrId: string): Promise<TokenRecord | undefined> {

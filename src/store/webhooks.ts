@@ -79,11 +79,11 @@ export class SqlWebhooks extends Repository {
     return toSubscription(row);
   }
 
-  async listSubscriptions({ after, limit }: Omit<PageQuery, 'tag'>): Promise<Subscription[]> {
+  listSubscriptions({ after, limit }: Omit<PageQuery, 'tag'>): Promise<Subscription[]> {
     const from = pageStart(after);
-    if (from === undefined) return [];
+    if (from === undefined) return Promise.resolve([]);
     const page = sql`SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE id >= ${from} ORDER BY id LIMIT CAST(${limit} AS INTEGER)`;
-    return (await this.driver.read(() => only<Row[]>(all(page)))).map(toSubscription);
+    return this.query(page, (rows) => (rows as Row[]).map(toSubscription));
   }
 
   async rotateSubscriptionSecret(id: bigint, secret: string, previousUntil: Date): Promise<Subscription | undefined> {
@@ -119,7 +119,7 @@ export class SqlWebhooks extends Repository {
     const { spelling } = this.driver;
     const chosen = candidates(spelling, at, limit, perSubscription, unanswered);
     // A plain read first: an idle dispatcher's polls (or one whose due subscriptions are all at their cap) cost no write.
-    if ((await this.driver.read(() => only<Row[]>(all(chosen)))).length === 0) return [];
+    if (await this.query(chosen, (rows) => (rows as Row[]).length === 0)) return [];
     const until = new Date(now.getTime() + leaseMs).toISOString();
     // Chosen without locks (a window locks no rows), so each is locked and tested again; CROSS JOIN makes SQLite look it up by id.
     const claim = all(sql`UPDATE webhook_deliveries SET claimed_until = ${until} WHERE id IN (
@@ -165,9 +165,9 @@ export class SqlWebhooks extends Repository {
     }, 'transaction');
   }
 
-  async countPendingDeliveries(): Promise<number> {
-    const [row] = await this.driver.read(() => only<{ pending: bigint | number }[]>(all(sql`SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'`)));
-    return Number(row!.pending);
+  countPendingDeliveries(): Promise<number> {
+    const pending = sql`SELECT count(*) AS pending FROM webhook_deliveries WHERE status = 'pending'`;
+    return this.query(pending, (rows) => Number((rows as { pending: bigint | number }[])[0]!.pending));
   }
 
   pruneDeliveries(deliveredBefore: Date, failedBefore: Date): Promise<number> {
