@@ -7,8 +7,8 @@ import pg from 'pg';
 import { parse } from 'pg-connection-string';
 import { databaseOf } from '../config.ts';
 import { migrations, schemaScripts } from './migrations.ts';
-import { joined, raw, sql, type Dialect, type Sql } from './sql.ts';
-import { EXACT_TYPES } from './postgres.ts';
+import { raw, sql, type Dialect, type Sql } from './sql.ts';
+import { exact, EXACT_TYPES, unnest } from './postgres.ts';
 import { companionFiles, preparePrivateFiles } from './sqlite-files.ts';
 
 /** A copy or backup refused or failed for a reason its one-line message names, with what to do. */
@@ -346,13 +346,11 @@ async function openPostgres(url: string, role: Role, source?: End): Promise<End>
       if (!types.has(table)) {
         types.set(table, new Map((await query(SPELLED.postgres.columns(table))) as [string, string][]));
       }
-      // One array per column, unnested into rows: one statement per page; ids the database numbers are kept.
-      const arrays = columns.map((column, at) => {
-        const values = rows.map((row) => (typeof row[at] === 'bigint' ? String(row[at]) : row[at]));
-        return sql`${values}::${raw(types.get(table)!.get(column)!)}[]`;
-      });
+      const typeOf = types.get(table)!;
+      const input = unnest(columns.map((column, at) => [rows.map((row) => exact(row[at])), `${typeOf.get(column)}[]`]));
+      // Ids the database numbers are kept as they were.
       const into = raw(`${table} (${columns.join(', ')})`);
-      await query(sql`INSERT INTO ${into} OVERRIDING SYSTEM VALUE SELECT * FROM unnest(${joined(arrays)})`);
+      await query(sql`INSERT INTO ${into} OVERRIDING SYSTEM VALUE SELECT * FROM ${input}`);
     },
     async counters() {
       const sequences = await query(raw(`SELECT '${COUNTER_TABLE}', to_regclass('${COUNTER_TABLE}')::text

@@ -27,22 +27,31 @@ const INT8_OID = 20;
 
 // Creates and their events in one statement (group commit), in id order so racing batches lock alike; answers the ids inserted.
 const FIELD_LIST = raw(PLANT_FIELD_NAMES.join(', '));
+const PG_ARRAYS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].pgArray);
 const BATCH_COLUMNS = raw(['id', ...PLANT_FIELD_NAMES, 'key', 'payload', 'traceparent'].join(', '));
 const NEW_EVENTS = raw('created JOIN input USING (id) CROSS JOIN webhook_subscriptions s');
 const NEXT_VERSION = raw("nextval('plant_versions')");
 
+/** Rows given as one array per column, each with its array type: one statement for any number of rows. */
+export function unnest(columns: (readonly [values: unknown[], arrayType: string])[]): Sql {
+  return sql`unnest(${joined(columns.map(([values, type]) => sql`${values}::${raw(type)}`))})`;
+}
+
+/** A value as pg should bind it: int64 as text, which pg writes exactly; no value as NULL. */
+export function exact(value: unknown): unknown {
+  return typeof value === 'bigint' ? String(value) : (value ?? null);
+}
+
 function createPlants(creates: PendingCreate[]): Sql {
-  const column = (values: unknown[], type: string) => sql`${values}::${raw(type)}`;
-  const arrays = joined([
-    column(creates.map(({ plant }) => String(plant.id)), 'int8[]'),
-    // A field's value: int64 fields as text, which pg writes exactly; no value as NULL.
-    ...PLANT_FIELD_NAMES.map((field) => column(creates.map(({ plant }) => (typeof plant[field] === 'bigint' ? String(plant[field]) : (plant[field] ?? null))), COLUMN_KINDS[PLANT_FIELDS[field]].pgArray)),
-    column(creates.map(({ origin }) => origin.key), 'text[]'),
-    column(creates.map(({ plant }) => eventPayload(plant)), 'text[]'),
-    column(creates.map(({ origin }) => origin.traceparent), 'text[]'),
-  ], ', ');
+  const input = unnest([
+    [creates.map(({ plant }) => String(plant.id)), 'int8[]'],
+    ...PLANT_FIELD_NAMES.map((field, at) => [creates.map(({ plant }) => exact(plant[field])), PG_ARRAYS[at]!] as const),
+    [creates.map(({ origin }) => origin.key), 'text[]'],
+    [creates.map(({ plant }) => eventPayload(plant)), 'text[]'],
+    [creates.map(({ origin }) => origin.traceparent), 'text[]'],
+  ]);
   const events = outboxInsert(NEW_EVENTS, 'plant.created', raw('input.key'), raw('input.payload'), sql`${new Date().toISOString()}::timestamptz`, raw('input.traceparent'));
-  return sql`WITH input AS (SELECT * FROM unnest(${arrays}) AS t(${BATCH_COLUMNS})),
+  return sql`WITH input AS (SELECT * FROM ${input} AS t(${BATCH_COLUMNS})),
     created AS (INSERT INTO plants (id, ${FIELD_LIST}, version) SELECT id, ${FIELD_LIST}, ${NEXT_VERSION} FROM input ORDER BY id
       ON CONFLICT (id) DO NOTHING RETURNING id),
     events AS (${events} RETURNING 1)
