@@ -10,6 +10,7 @@ import { migrations, schemaScripts } from './migrations.ts';
 import { raw, sql, type Dialect, type Sql } from './sql.ts';
 import { exact, EXACT_TYPES, unnest } from './postgres.ts';
 import { companionFiles, preparePrivateFiles } from './sqlite-files.ts';
+import { LOCK_WAIT_MS } from './sqlite.ts';
 
 /** A copy or backup refused or failed for a reason its one-line message names, with what to do. */
 export class StoreCommandError extends Error {}
@@ -38,13 +39,15 @@ export interface TableCheck {
   sha256: [string, string];
 }
 
+// Another process's write lock is waited for, as the service does at its start.
+const WAIT_FOR_LOCK = `PRAGMA busy_timeout = ${LOCK_WAIT_MS};`;
+
 /** What a copy reads and runs that each dialect spells its own way; every table is keyed by its first column. */
 const SPELLED = {
   sqlite: {
     tables: sql`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%'`,
     columns: (table: string) => sql`SELECT name FROM pragma_table_info(${table}) ORDER BY cid`,
-    // Another process's write lock is waited for, as the service does at its start.
-    begin: { snapshot: 'PRAGMA busy_timeout = 5000; BEGIN', write: 'PRAGMA busy_timeout = 5000; BEGIN IMMEDIATE' },
+    begin: { snapshot: `${WAIT_FOR_LOCK} BEGIN`, write: `${WAIT_FOR_LOCK} BEGIN IMMEDIATE` },
   },
   postgres: {
     tables: sql`SELECT table_name FROM information_schema.tables
