@@ -9,21 +9,15 @@ export class SqlStore {
   readonly plants: PlantRepository;
   readonly tokens: TokenRepository;
   readonly webhooks: WebhookRepository;
-  readonly #driver: Driver;
+  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
+  readonly ping: () => Promise<void>;
+  readonly close: () => Promise<void>;
 
   constructor(driver: Driver) {
-    this.#driver = driver;
     this.plants = new SqlPlants(driver);
     this.tokens = new SqlTokens(driver);
     this.webhooks = new SqlWebhooks(driver);
-  }
-
-  /** Resolves when the store answers a trivial query, and never writes; a driver whose storage failed a write rejects until it can take one. */
-  ping(): Promise<void> {
-    return this.#driver.ping();
-  }
-
-  close(): Promise<void> {
-    return this.#driver.close();
+    this.ping = () => driver.ping();
+    this.close = () => driver.close();
   }
 }
