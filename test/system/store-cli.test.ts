@@ -25,6 +25,8 @@ t.test('copy refusals: one line naming what to fix, never a password or a stack;
     [['mysql://root:s3cret-pw@db/shop', `sqlite:${join(dir, 'x.db')}`], /^The source URL must look like sqlite:<path> or postgres:\/\/.*; got a "mysql:" URL\.$/],
     [[from, 'postgres://root:s3cret-pw@127.0.0.1:1/shop'], /^The target database shop at 127\.0\.0\.1:1 cannot be reached \(connect ECONNREFUSED 127\.0\.0\.1:1\): start it, or fix the host and port in the URL\.$/],
     [[`sqlite:${join(dir, 'missing.db')}`, `sqlite:${join(dir, 'x.db')}`], /^The source sqlite:.*missing\.db does not exist: check the path\.$/],
+    [['sqlite:', `sqlite:${join(dir, 'x.db')}`], /^The source URL sqlite: needs a file path, for example sqlite:\.\/data\/plants\.db\.$/],
+    [[from, 'sqlite:/proc/x.db'], /^The target sqlite:\/proc\/x\.db cannot be opened: it is under \/proc, which holds no real files: .*\.$/],
     [[withPassword(full).replace(/\/store_cli\w+$/, '/store_cli_nowhere'), `sqlite:${join(dir, 'x.db')}`], /^The source database store_cli_nowhere at 127\.0\.0\.1:5432 does not exist: check the database name\.$/],
     [[`sqlite:${newer}`, `sqlite:${join(dir, 'x.db')}`], /^The source sqlite:.*newer\.db is at schema version 99, newer than this code knows \(8\): run the command from the release that wrote it, or a later one\.$/],
     [[from, `sqlite:${dir}/./shop.db`], /^The source and the target are the same database: give a new file or an empty database as the target\.$/],
