@@ -83,7 +83,6 @@ export function createTokenVerifier(options: VerifierOptions) {
 /** Granted to static tokens and the first-start token: every scope, present and future. */
 export const ALL_SCOPES = '*';
 
-/** The scopes of `required` that `granted` lacks (empty when it may proceed). */
 export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {
   return granted.includes(ALL_SCOPES) ? [] : required.filter((scope) => !granted.includes(scope));
 }
