@@ -48,8 +48,9 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
 }
 
 async function create(args: string[], context: CliContext): Promise<number> {
-  const options = { name: { type: 'string' }, scope: { type: 'string', multiple: true }, expires: { type: 'string' } } as const;
-  const { values, positionals } = parse(args, options);
+  const { values, positionals } = parse(args, {
+    name: { type: 'string' }, scope: { type: 'string', multiple: true }, expires: { type: 'string' },
+  });
   if (positionals.length > 0) throw new UsageError(`create takes only options, not "${positionals.join(' ')}".`);
   const { name, scope = [ALL_SCOPES], expires } = values;
   if (name === undefined || !NAME.test(name)) {
