@@ -62,7 +62,7 @@ export async function buildApp({ config, store: plainStore, logStream, clock = D
     timeoutMs: config.WEBHOOK_TIMEOUT,
     deliveredRetentionMs: config.WEBHOOK_RETENTION,
     onAttempt: app.observability.metrics.deliveryAttempt,
-    ...(app.observability.traceAttempt && { traceAttempt: app.observability.traceAttempt }),
+    traceAttempt: app.observability.traceAttempt,
     now: clock,
   });
   app.addHook('onReady', async () => dispatcher.start());

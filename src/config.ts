@@ -110,13 +110,11 @@ export function databaseOf(databaseUrl: string): 'sqlite' | 'postgresql' | undef
   return /^postgres(ql)?:\/\//.test(databaseUrl) ? 'postgresql' : undefined;
 }
 
-/** What the store is opened with: DATABASE_POOL_SIZE, DATABASE_STARTUP_TIMEOUT and DATABASE_QUERY_TIMEOUT. */
 export function storeOptions(config: Config) {
   return { poolSize: config.DATABASE_POOL_SIZE, startupTimeoutMs: config.DATABASE_STARTUP_TIMEOUT, queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT };
 }
 
-// Ajv options over env-schema's defaults, as its README documents (its typings know only the function form). ENVIRONMENT
-// is checked against the JSON Schema meta-schema by test/config.test.ts, not at every start, where compiling that meta-schema cost more than the rest of loadConfig.
+// Ajv options as env-schema's README documents them; test/config.test.ts checks the schema itself, not each start.
 const AJV_OPTIONS = { customOptions: { validateSchema: false, keywords: [envSchema.keywords.separator, parseKeyword] } } as unknown as EnvSchemaOpt['ajv'];
 
 /** Reads and validates the environment; throws a ConfigError naming each variable that is wrong and what it takes. */

@@ -66,7 +66,6 @@ function uiFile(name: string): Buffer {
 
 type Schema = Record<string, unknown>;
 
-const SCHEMA_REF = '#/components/schemas/';
 const PLAIN_OBJECT_KEYWORDS = new Set(['type', 'title', 'description', 'properties', 'required']);
 
 /** Swagger UI's own copy: components titled by name, plain-object allOfs merged (else NewPlant shows as "(any & object)"). */
@@ -92,19 +91,14 @@ function mergeAllOf(schema: Schema, document: Schema): Schema {
   const { allOf, ...outer } = schema as Schema & { allOf: unknown[] };
   const parts = allOf.map((part) => resolve(document, part));
   if (!parts.every(isPlainObjectSchema)) return schema;
-  const onlyRef = allOf.length === 1 ? refName(allOf[0]) : undefined;
   return {
-    ...(onlyRef === undefined ? {} : { title: onlyRef }),
+    // A lone part (a component beside unevaluatedProperties) lends the whole its title.
+    ...(parts.length === 1 && { title: parts[0]!.title }),
     ...outer,
     type: 'object',
     properties: Object.assign({}, ...parts.map((part) => part.properties), outer.properties),
     required: [...new Set([...parts, outer].flatMap((part) => (part.required as string[] | undefined) ?? []))],
   };
-}
-
-function refName(part: unknown): string | undefined {
-  const ref = isObject(part) ? part.$ref : undefined;
-  return typeof ref === 'string' && ref.startsWith(SCHEMA_REF) ? ref.slice(SCHEMA_REF.length) : undefined;
 }
 
 function isPlainObjectSchema(value: unknown): value is Schema {

@@ -91,7 +91,6 @@ export function createMetrics(app: FastifyInstance, pendingDeliveries: () => Pro
     registry,
     deliveryAttempt: (result: 'delivered' | 'retry' | 'failed') => attempts.inc({ result }),
     rateLimitSkipped: (reason: 'timeout' | 'unavailable' | 'error') => skippedChecks.inc({ reason }),
-    /** Wraps every method of the store so its latency is recorded, labelled by method name. */
     instrument: <T extends object>(store: T): T =>
       wrapMethods(store, (name, method) => {
         // Series resolved on first use: /metrics shows a method once it has been called.

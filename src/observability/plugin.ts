@@ -39,7 +39,7 @@ async function observability(app: FastifyInstance, options: ObservabilityOptions
   app.decorate('observability', {
     metrics,
     instrument: (store) => metrics.instrument(tracing ? tracing.instrument(store) : store),
-    ...(tracing && { traceAttempt: tracing.traceAttempt }),
+    traceAttempt: tracing?.traceAttempt,
   });
 }
 

@@ -81,17 +81,14 @@ export async function createBearerAuth(
         return;
       }
       verifyBearerAuth(request, reply, (error) => {
-        const failure = error === undefined ? scopeRefusal(request.principal!, scopes) : refusalOf(error);
+        // auth throws its own refusals: the only one left to bearer-auth is another scheme.
+        const otherScheme = (error as FastifyError)?.code === 'FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER';
+        const failure = otherScheme ? NOT_BEARER : (error ?? scopeRefusal(request.principal!, scopes));
         if (failure instanceof HttpError) refuse(reply, failure);
         else done(failure); // undefined: authenticated; another error: the token lookup failed (500 or 503)
       });
     };
   return { hookFor };
-}
-
-/** What bearer-auth reports, as our refusal: auth throws its own, so its only refusal left is another scheme. */
-function refusalOf(error: Error): Error {
-  return (error as FastifyError).code === 'FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER' ? NOT_BEARER : error;
 }
 
 function scopeRefusal(principal: Principal, scopes: string[]): HttpError | undefined {

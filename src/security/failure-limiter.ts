@@ -36,12 +36,7 @@ export function createFailureLimiter(options: { max: number; windowMs: number; n
       const turnAt = crowded ? Math.max(at, this.nextTurnAt) : at;
       if (crowded) this.nextTurnAt = turnAt + spacingMs;
       this.inFlight++;
-      return {
-        waitMs: turnAt - at,
-        done: () => {
-          this.inFlight--;
-        },
-      };
+      return { waitMs: turnAt - at, done: () => this.inFlight-- };
     }
     /** The token authenticated from this address: it skips the queue from now on. */
     remember(tokenKey: string): void {

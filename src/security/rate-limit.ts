@@ -55,21 +55,20 @@ async function redisStore(app: FastifyInstance, url: string, timeoutMs: number) 
   app.addHook('onClose', () => redis.quit().then(() => undefined, () => redis.disconnect())); // bounded by commandTimeout
 
   // Skipping is logged when it begins, at most once a minute while it lasts, and when Redis answers again.
-  let degraded = false;
-  let warnedAt = 0;
+  let warnedAt = 0; // 0 while Redis answers
   let skippedChecks = 0; // since the last log line about Redis
   const warn = (reason: SkipReason, error?: Error) => {
-    if (degraded && Date.now() - warnedAt < WARNING_INTERVAL_MS) return;
+    if (Date.now() - warnedAt < WARNING_INTERVAL_MS) return;
     app.log.warn(
       { reason, skippedChecks, timeoutMs, ...(error && { err: error }) },
       'Redis did not answer within REDIS_TIMEOUT or is unreachable: rate limits are skipped (requests served unlimited) until it answers again',
     );
-    [degraded, warnedAt, skippedChecks] = [true, Date.now(), 0];
+    [warnedAt, skippedChecks] = [Date.now(), 0];
   };
   const answered = () => {
-    if (!degraded) return;
+    if (warnedAt === 0) return;
     app.log.info({ skippedChecks }, 'Redis answers again: rate limits are shared again');
-    [degraded, skippedChecks] = [false, 0];
+    [warnedAt, skippedChecks] = [0, 0];
   };
   // An instance's first checks wait for its first connection; later, none waits for a reconnection.
   let connectedOnce = false;

@@ -23,11 +23,6 @@ create prints the new token once, as its last line. Without --scope a token gets
 --expires takes a duration: 90m, 12h, 30d or 8w.`;
 
 const NAME = /^[A-Za-z][A-Za-z0-9._-]{0,63}$/;
-const CREATE_OPTIONS = {
-  name: { type: 'string' },
-  scope: { type: 'string', multiple: true },
-  expires: { type: 'string' },
-} as const;
 
 class UsageError extends Error {}
 
@@ -53,7 +48,9 @@ export async function runTokenCommand(argv: readonly string[], context: CliConte
 }
 
 async function create(args: string[], context: CliContext): Promise<number> {
-  const { values, positionals } = parse(args, CREATE_OPTIONS);
+  const { values, positionals } = parse(args, {
+    name: { type: 'string' }, scope: { type: 'string', multiple: true }, expires: { type: 'string' },
+  });
   if (positionals.length > 0) throw new UsageError(`create takes only options, not "${positionals.join(' ')}".`);
   const { name, scope = [ALL_SCOPES], expires } = values;
   if (name === undefined || !NAME.test(name)) {

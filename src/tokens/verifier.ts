@@ -1,5 +1,5 @@
 // Whether a token is valid and what it may do: checked by its SHA-256, then answered by its text while that
-// stands (a static token's for good, the store's for cacheTtlMs: revocation reaches every instance that soon).
+// stands (a static token's for good, the store's for CACHE_TTL_MS: revocation reaches every instance that soon).
 import { timingSafeEqual } from 'node:crypto';
 import type { TokenRecord, TokenRepository } from '../store/types.ts';
 import { hasValidChecksum, hashToken } from './format.ts';
@@ -15,22 +15,22 @@ export interface Principal {
 export interface VerifierOptions {
   staticTokens: readonly string[];
   store: TokenRepository;
-  cacheTtlMs?: number;
   now?: () => number;
 }
 
 /** Past it the answers start again: a flood of distinct tokens must not grow memory. */
 const ANSWERS_LIMIT = 10_000;
+const CACHE_TTL_MS = 2_000;
 
 export type TokenVerifier = ReturnType<typeof createTokenVerifier>;
 
 export function createTokenVerifier(options: VerifierOptions) {
-  const { store, cacheTtlMs = 2_000, now = Date.now } = options;
+  const { store, now = Date.now } = options;
   const staticDigests = options.staticTokens.map((token) => Buffer.from(hashToken(token), 'hex'));
   const staticPrincipals = options.staticTokens.map((token, index) =>
     Object.freeze({ key: keyOfToken(token), name: `API_TOKENS[${index}]`, scopes: Object.freeze([ALL_SCOPES]) }),
   );
-  // Unknown tokens too: a flood of one bad token costs one store lookup per cacheTtlMs.
+  // Unknown tokens too: a flood of one bad token costs one store lookup per CACHE_TTL_MS.
   const answers = new Map<string, { principal: Principal | undefined; until: number; recordId?: number }>();
   const lastUsed = new Map<number, number>();
   const flushTimer = setInterval(() => flush().catch(() => undefined), 10_000).unref();
@@ -66,7 +66,7 @@ export function createTokenVerifier(options: VerifierOptions) {
     // An operator may pick any static token, even one starting pst_; only issued tokens carry a checksum.
     if (!hasValidChecksum(token)) return undefined;
     return store.findTokenByHash(hex).then((record) => {
-      const until = now() + cacheTtlMs;
+      const until = now() + CACHE_TTL_MS;
       if (!record || tokenStatus(record, now()) !== 'active') return answer(token, undefined, until);
       const expires = record.expiresAt === undefined ? Infinity : Date.parse(record.expiresAt);
       return answer(token, { key: keyOfToken(token), name: record.name, scopes: record.scopes }, Math.min(until, expires), record.id);
@@ -83,7 +83,6 @@ export function createTokenVerifier(options: VerifierOptions) {
 /** Granted to static tokens and the first-start token: every scope, present and future. */
 export const ALL_SCOPES = '*';
 
-/** The scopes of `required` that `granted` lacks (empty when it may proceed). */
 export function missingScopes(granted: readonly string[], required: readonly string[]): string[] {
   return granted.includes(ALL_SCOPES) ? [] : required.filter((scope) => !granted.includes(scope));
 }

@@ -18,7 +18,6 @@ export interface DispatcherOptions {
   timeoutMs: number;
   /** How long delivered rows stay visible before pruning; failed ones stay seven days. */
   deliveredRetentionMs: number;
-  /** Told each attempt's result, for metrics. */
   onAttempt: (result: AttemptOutcome['result']) => void;
   /** Tracing's span around each attempt; without it, a stored traceparent is still passed on. */
   traceAttempt?: TraceAttempt;
@@ -70,10 +69,8 @@ export function createWebhookDispatcher(options: DispatcherOptions) {
     await Promise.all(inFlight.keys());
   }
 
-  /**
-   * Leases what fits in the free shared slots, plus the first due delivery of each subscription holding no lease
-   * (even when every shared slot is held), and starts sending each without waiting for any.
-   */
+  // Leases what fits in the free shared slots, plus the first due delivery of each subscription holding no lease
+  // (even with every shared slot held), and starts sending each without waiting for any.
   async function claim(): Promise<number> {
     const free = Math.max(0, SHARED_SLOTS - sharedInUse());
     const due = await store.claimDueDeliveries(new Date(now()), timeoutMs + LEASE_MARGIN_MS, free, PER_SUBSCRIPTION, UNANSWERED_SHARE);

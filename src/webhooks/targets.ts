@@ -1,8 +1,8 @@
 // Where deliveries may go: unless private networks are allowed, only public unicast addresses, checked at registration
 // and again on the addresses each connection uses, so a DNS answer changed in between (rebinding) cannot slip through.
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Agent } from 'undici';
 
@@ -24,10 +24,8 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] | undefined {
   const at = (...indexes: number[]) => new ipaddr.IPv4(indexes.map((index) => bytes[index]!));
   const last32 = at(12, 13, 14, 15);
   const startsWith = (prefix: string, length: number) => address.match(ipaddr.IPv6.parse(prefix), length);
-  if (startsWith('::', 96)) return [last32]; // IPv4-compatible (deprecated): ::127.0.0.1 is ::7f00:1
-  if (startsWith('::ffff:0:0', 96)) return [last32]; // IPv4-mapped
-  if (startsWith('::ffff:0:0:0', 96)) return [last32]; // IPv4-translated (SIIT, RFC 6145)
-  if (startsWith('64:ff9b::', 96)) return [last32]; // NAT64, well-known prefix (RFC 6052)
+  // IPv4-compatible (deprecated: ::127.0.0.1 is ::7f00:1), -mapped, -translated (SIIT, RFC 6145), NAT64 (RFC 6052)
+  if (['::', '::ffff:0:0', '::ffff:0:0:0', '64:ff9b::'].some((prefix) => startsWith(prefix, 96))) return [last32];
   // NAT64, local-use prefix (RFC 8215): RFC 6052 places the IPv4 address by prefix length, so every reading counts.
   if (startsWith('64:ff9b:1::', 48)) return [at(6, 7, 9, 10), at(7, 9, 10, 11), at(9, 10, 11, 12), last32];
   if (startsWith('2002::', 16)) return [at(2, 3, 4, 5)]; // 6to4: 2002:AABB:CCDD::/48
@@ -63,9 +61,7 @@ export function literalHostProblem(url: URL, allowPrivateNetworks: boolean): str
   return `${host} is ${NOT_PUBLIC}`;
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
     if (!addresses.every((entry) => isPublicAddress(entry.address))) {
@@ -74,7 +70,7 @@ function publicOnlyLookup(hostname: string, options: LookupOptions, callback: Lo
     if (options.all) return callback(null, addresses);
     callback(null, addresses[0]!.address, addresses[0]!.family);
   });
-}
+};
 
 // URL keeps the brackets of an IPv6 literal: [::1] -> ::1.
 function hostOf(url: URL): string {

@@ -196,7 +196,7 @@ t.test('createTokenVerifier: a remembered stored token stops working at its expi
   await sqlite.tokens.createToken({ name: 'expiring', hash: hashToken(token), hint: tokenHint(token), expiresAt: new Date(clock + 1_000).toISOString() });
   await sqlite.tokens.createToken({ name: 'to revoke', hash: hashToken(revoked), hint: tokenHint(revoked) });
   const { store, lookups } = recordingLookups(sqlite);
-  const verifier = createTokenVerifier({ staticTokens: [], store, cacheTtlMs: 2_000, now: () => clock });
+  const verifier = createTokenVerifier({ staticTokens: [], store, now: () => clock });
   t.teardown(() => verifier.close());
 
   t.equal((await verifier.verify(token))?.name, 'expiring');
