@@ -9,7 +9,7 @@ import { deriveOperationFacts, type OperationFacts } from './operation-facts.ts'
 import type { ServiceHandlers } from './operations.ts';
 import { validatorCompiler } from './validation.ts';
 
-export interface RoutesOptions {
+interface RoutesOptions {
   /** openapi.yaml, parsed; glue works on its own copy. */
   specification: object;
   handlers: ServiceHandlers;
@@ -76,20 +76,15 @@ export function securityHooks({ operationId, security }: OperationFacts, checks:
 
 // JSON is the only body type, so its schema applies to every body; a status answered only in JSON has one serializer.
 function useJsonSchemasDirectly(route: RouteOptions): void {
-  const schema = route.schema as { body?: unknown; response?: Record<string, unknown> } | undefined;
-  if (schema === undefined) return;
-  const body = jsonOnly(schema.body);
-  if (body !== undefined) schema.body = body;
-  for (const [status, response] of Object.entries(schema.response ?? {})) {
-    const json = jsonOnly(response);
-    if (json !== undefined) schema.response![status] = json;
-  }
+  const schema = route.schema as { body?: unknown; response?: Record<string, unknown> };
+  if (schema.body !== undefined) schema.body = jsonOnly(schema.body);
+  for (const status in schema.response) schema.response[status] = jsonOnly(schema.response[status]);
 }
 
 function jsonOnly(part: unknown): unknown {
-  const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
+  const content = (part as { content?: Record<string, { schema?: unknown }> }).content ?? {};
   const mediaTypes = Object.keys(content);
-  return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : undefined;
+  return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : part;
 }
 
 const serializerCompiler = SerializerSelector()({});
