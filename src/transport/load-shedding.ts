@@ -21,13 +21,12 @@ export function turns(atOnce: number, queueLimit: number, now = () => performanc
     startScheduled = true;
     setImmediate(startNext);
   };
-  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
+  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop. Until it runs,
+  // reads only join the queue and end: there is still one waiting, and room for it.
   const startNext = (): void => {
     startScheduled = false;
-    const next = running < atOnce ? waiting.shift() : undefined;
-    if (next === undefined) return;
     running++;
-    next.start();
+    waiting.shift()!.start();
     scheduleStart();
   };
   return {
