@@ -17,7 +17,7 @@ declare module 'fastify' {
   }
 }
 
-export interface TransportOptions {
+interface TransportOptions {
   /** How much the transport admits at once (src/config.ts says what each limit means). */
   limits: Pick<Config, 'COMPRESSION_CONCURRENCY' | 'MAX_CONNECTIONS' | 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 }
