@@ -107,5 +107,6 @@ function refusalOf(error: unknown): HttpError {
   if (error instanceof RefusedJsonError) return new HttpError(400, error.message);
   // The reviver recurses per level: past a few thousand levels the stack ends before the text.
   if (error instanceof RangeError) return new HttpError(400, 'The request body is nested too deeply to read.');
-  return new HttpError(400, `The request body is not valid JSON: ${String((error as Error).message).replace(/\.$/, '')}.`);
+  const reason = String((error as Error).message).replace(/\.$/, '');
+  return new HttpError(400, `The request body is not valid JSON: ${reason}.`);
 }

@@ -85,8 +85,8 @@ function checkPageBound(schema: Node, limit: Node | undefined, refuse: (what: st
 }
 
 function arrayAnswer(document: Node, response: Node | undefined): Node | undefined {
-  const schemas = Object.values(objectAt(response, 'content')).map((media) => resolve(document, objectAt(media).schema));
-  return schemas.find((schema) => schema.type === 'array');
+  const media = Object.values(objectAt(response, 'content'));
+  return media.map((type) => resolve(document, objectAt(type).schema)).find((schema) => schema.type === 'array');
 }
 
 /** The query parameter of that name, from the operation or its path (which OpenAPI lets it override). */

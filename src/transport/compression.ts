@@ -16,11 +16,9 @@ type Encoding = 'br' | 'gzip';
 /** The content codings answers are sent in, brotli first: preferred on a tie. */
 const ENCODINGS: Encoding[] = ['br', 'gzip'];
 
-// @fastify/compress's brotli quality, which the stored answers share: higher settings cost many times the CPU for no smaller page.
+// @fastify/compress's brotli quality, stored answers' too: a higher one costs many times the CPU for no smaller page.
 const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
-
-// @fastify/compress's defaults otherwise: from 1 KiB, brotli quality 4, gzip level 6.
-const ROUTE_COMPRESSION = { encodings: ENCODINGS, syncThreshold: STREAM_THRESHOLD_BYTES } satisfies FastifyCompressOptions;
+const ROUTE_COMPRESSION: FastifyCompressOptions = { encodings: ENCODINGS, syncThreshold: STREAM_THRESHOLD_BYTES };
 
 /** Read as @fastify/compress reads it (`*` and x-gzip as gzip); undefined: plain, even for `identity;q=0`, not a 406. */
 function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
@@ -47,8 +45,8 @@ export async function registerCompression(app: FastifyInstance, limit: number): 
   });
 }
 
-// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent plain,
-// by the request header @fastify/compress documents; the coding is negotiated only then, by @fastify/compress otherwise.
+// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent
+// plain, by the request header @fastify/compress documents; only then is the coding negotiated here.
 function gate(limit: number): [onSendHookHandler, onSendHookHandler] {
   let active = 0;
   return [

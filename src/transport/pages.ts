@@ -10,7 +10,7 @@ const CHUNK_CHARACTERS = 16 * 1024;
 
 type Item = Record<string, unknown>;
 
-/** A page read's handler that writes its page as read: whole up to STREAM_THRESHOLD_BYTES (as compression does), chunked above. */
+/** A page read's handler that writes its page as read: whole up to STREAM_THRESHOLD_BYTES, chunked above. */
 export function writtenAsRead({ pageRead }: OperationFacts, handler: RouteOptions['handler']): RouteOptions['handler'] {
   if (!pageRead) return handler;
   // The route's item serializer, compiled by Fastify on the route's first page and kept for the next ones.

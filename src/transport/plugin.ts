@@ -40,20 +40,19 @@ function limitConnections(server: Server, limit: number): void {
   const idle = new Set<Socket>();
   // Connections yet to send a request, oldest first: a probe is one until it is read, so they are closed after the idle ones.
   const unread = new Set<Socket>();
+  const forget = (socket: Socket): void => {
+    open.delete(socket);
+    idle.delete(socket);
+    unread.delete(socket);
+  };
   server.on('connection', (socket: Socket) => {
     open.add(socket);
     unread.add(socket);
-    socket.once('close', () => {
-      open.delete(socket);
-      idle.delete(socket);
-      unread.delete(socket);
-    });
+    socket.once('close', () => forget(socket));
     while (open.size > limit) {
       const oldest = idle.values().next().value ?? unread.values().next().value;
       if (oldest === undefined || oldest === socket) break; // all busy: the new one still gets its turn
-      idle.delete(oldest);
-      unread.delete(oldest);
-      open.delete(oldest);
+      forget(oldest);
       oldest.destroy();
     }
   });
