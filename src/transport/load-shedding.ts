@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
 
-type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_CONNECTIONS' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
+export type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_CONNECTIONS' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.');
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', { 'retry-after': '1' });

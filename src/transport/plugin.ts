@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { registerCompression } from './compression.ts';
 import { answerTransportEdges } from './edges.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
-import { registerShedding } from './load-shedding.ts';
+import { registerShedding, type SheddingLimits } from './load-shedding.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,7 +19,7 @@ declare module 'fastify' {
 
 interface TransportOptions {
   /** How much the transport admits at once (src/config.ts says what each limit means). */
-  limits: Pick<Config, 'COMPRESSION_CONCURRENCY' | 'MAX_CONNECTIONS' | 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
+  limits: SheddingLimits & Pick<Config, 'COMPRESSION_CONCURRENCY'>;
 }
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
