@@ -40,10 +40,12 @@ export function installLifecycle(app: FastifyInstance) {
     closing = true;
     // Idle connections are not closed at once, as Node's close() would: a balancer may have just written a request on one.
     // Unreferenced: once drained, the grace timer must not hold the process open.
-    await Promise.race([drained, sleep(IDLE_GRACE_MS, undefined, { ref: false })]);
+    const drainedInTime = await Promise.race([drained.then(() => true), sleep(IDLE_GRACE_MS, false, { ref: false })]);
     // Timers run before I/O: after a stall, let requests already received be read before the idle connections close.
     await nextCheckPhase();
     graceOver = true;
+    // Closing an idle connection races a client writing on it: say so, as only the client can avoid the race.
+    if (!drainedInTime) app.log.info({ connections: await openConnections(app.server) }, 'grace over: the idle connections still open close now');
   });
   app.addHook('onClose', async () => {
     await stopping;
@@ -66,6 +68,10 @@ function bodyStillArriving(request: IncomingMessage): boolean {
   if (request.complete) return false;
   if (request.headers['transfer-encoding'] !== undefined) return true;
   return !(Number(request.headers['content-length'] ?? 0) <= DRAIN_LIMIT);
+}
+
+function openConnections(server: NetServer): Promise<number> {
+  return new Promise((resolve) => server.getConnections((_error, count) => resolve(count)));
 }
 
 /** A moment with no new connection for this long is a quiet one: a balancer with a warm pool is not opening any. */
