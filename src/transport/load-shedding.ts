@@ -80,7 +80,7 @@ async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimi
     maxHeapUsedBytes: Math.round((getHeapStatistics().heap_size_limit * limits.MAX_HEAP_USED_PERCENT) / 100),
     // Sent here, as a refusal (logged at info, not as a failure), rather than thrown to the error handler.
     pressureHandler: (request: FastifyRequest, reply: FastifyReply, type: string): undefined => {
-      // Compiling the routes blocks the loop for a second or more on a busy host: that is no overload.
+      // Compiling the routes blocks the loop on a busy host: that is no overload.
       if (type !== TYPE_EVENT_LOOP_DELAY || performance.now() >= bootSampled) refuse(reply, OVERLOADED);
       return undefined;
     },
