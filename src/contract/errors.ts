@@ -91,7 +91,6 @@ function toHttpError(error: FastifyError, request: FastifyRequest): HttpError {
 }
 
 function sentence(message: string): string {
-  const trimmed = message.trim();
-  if (trimmed === '') return 'The request was refused.';
+  const trimmed = message.trim() || 'The request was refused';
   return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }

@@ -5,7 +5,7 @@ import type { FuncKeywordDefinition, KeywordDefinition } from 'ajv';
 import { INT64_MAX, INT64_MIN, INTEGER_TEXT } from '../int64.ts';
 
 /** json: the value came from the JSON body parser (integers are BigInt); text: from a URL (strings). */
-export type IntegerSource = 'json' | 'text';
+type IntegerSource = 'json' | 'text';
 
 const FORMAT_RANGES: Record<string, [bigint, bigint]> = {
   int64: [INT64_MIN, INT64_MAX],

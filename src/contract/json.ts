@@ -1,7 +1,7 @@
 // The application/json body parser: each integer literal a BigInt (int64 exact; `1e3` stays a number an integer field
 // refuses), prototype poisoning keys, duplicate keys and lone surrogates refused.
 import { MIMEType } from 'node:util';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { INTEGER_TEXT } from '../int64.ts';
 import { HttpError } from './errors.ts';
@@ -77,37 +77,36 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 export function useExactJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    // The parser is only chosen for a Content-Type naming application/json, which MIMEType reads.
-    const charset = new MIMEType(request.headers['content-type']!).params.get('charset')?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      done(new HttpError(415, `JSON bodies are UTF-8 (RFC 8259); the charset "${charset}" is not supported.`), undefined);
-      return;
-    }
-    let text: string;
     try {
-      // Decoded strictly: a stray byte is refused, never stored as U+FFFD.
-      text = UTF8.decode(body as Buffer);
-    } catch {
-      done(new HttpError(400, 'The request body is not valid UTF-8.'), undefined);
-      return;
-    }
-    if (text.trim() === '') {
-      // Clients often label a body-less DELETE as JSON; only an operation that takes a body needs one.
-      const expectsBody = request.routeOptions.schema?.body !== undefined;
-      done(expectsBody ? new HttpError(400, 'The request body is empty; send a JSON object.') : null, undefined);
-      return;
-    }
-    try {
-      done(null, parseJson(text));
+      done(null, readBody(request, body as Buffer));
     } catch (error) {
-      done(new HttpError(400, refusalOf(error)), undefined);
+      done(refusalOf(error), undefined);
     }
   });
 }
 
-function refusalOf(error: unknown): string {
-  if (error instanceof RefusedJsonError) return error.message;
+function readBody(request: FastifyRequest, body: Buffer): unknown {
+  // The parser is only chosen for a Content-Type naming application/json, which MIMEType reads.
+  const charset = new MIMEType(request.headers['content-type']!).params.get('charset')?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new HttpError(415, `JSON bodies are UTF-8 (RFC 8259); the charset "${charset}" is not supported.`);
+  }
+  // Decoded strictly: a stray byte is refused, never stored as U+FFFD.
+  const text = UTF8.decode(body);
+  if (text.trim() !== '') return parseJson(text);
+  // Clients often label a body-less DELETE as JSON; only an operation that takes a body needs one.
+  if (request.routeOptions.schema?.body === undefined) return undefined;
+  throw new HttpError(400, 'The request body is empty; send a JSON object.');
+}
+
+function refusalOf(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  if ((error as NodeJS.ErrnoException).code === 'ERR_ENCODING_INVALID_ENCODED_DATA') {
+    return new HttpError(400, 'The request body is not valid UTF-8.');
+  }
+  if (error instanceof RefusedJsonError) return new HttpError(400, error.message);
   // The reviver recurses per level: past a few thousand levels the stack ends before the text.
-  if (error instanceof RangeError) return 'The request body is nested too deeply to read.';
-  return `The request body is not valid JSON: ${String((error as Error).message).replace(/\.$/, '')}.`;
+  if (error instanceof RangeError) return new HttpError(400, 'The request body is nested too deeply to read.');
+  const reason = String((error as Error).message).replace(/\.$/, '');
+  return new HttpError(400, `The request body is not valid JSON: ${reason}.`);
 }

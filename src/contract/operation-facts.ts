@@ -65,9 +65,7 @@ function factsOf(document: Node, pathItem: Node, operation: Node) {
     // Empty (`security: []`): it needs no token.
     security: (operation.security ?? document.security ?? []) as readonly Record<string, string[]>[],
     compressed: encoded.length > 0,
-    // A page read, which takes turns.
     pageRead: limit !== undefined,
-    // Answered even while the instance sheds load.
     answeredUnderPressure: mark === true,
     requestMediaTypes: Object.keys(objectAt(resolve(document, operation.requestBody), 'content')),
     responseMediaTypes: [...new Set(responses.flatMap(([, response]) => Object.keys(objectAt(response, 'content'))))],
@@ -87,11 +85,8 @@ function checkPageBound(schema: Node, limit: Node | undefined, refuse: (what: st
 }
 
 function arrayAnswer(document: Node, response: Node | undefined): Node | undefined {
-  for (const media of Object.values(objectAt(response, 'content'))) {
-    const schema = resolve(document, objectAt(media).schema);
-    if (schema.type === 'array') return schema;
-  }
-  return undefined;
+  const media = Object.values(objectAt(response, 'content'));
+  return media.map((type) => resolve(document, objectAt(type).schema)).find((schema) => schema.type === 'array');
 }
 
 /** The query parameter of that name, from the operation or its path (which OpenAPI lets it override). */

@@ -3,14 +3,14 @@ import type { FastifyReply } from 'fastify';
 import { INT64_MAX, INT64_MIN } from '../int64.ts';
 import { HttpError } from './errors.ts';
 
-export interface PageRequest {
+interface PageRequest {
   /** Never absent here: Ajv fills in the default of the spec's `PageLimit` before the handler runs. */
   limit?: number;
   cursor?: string;
 }
 
 /** Reads up to `limit` items whose key is greater than `after` (from the first when undefined), in key order. */
-export type PageReader<Item> = (after: bigint | undefined, limit: number) => Promise<Item[]>;
+type PageReader<Item> = (after: bigint | undefined, limit: number) => Promise<Item[]>;
 
 /** The pages of the collection at `path`, ordered by `keyOf`: a page's items and, when more follow, a `Link` repeating `filters`. */
 export function keysetPages<Item>(path: string, keyOf: (item: Item) => bigint) {
@@ -41,7 +41,7 @@ export function encodeCursor(lastKey: bigint | number): string {
   return Buffer.from(`${CURSOR_VERSION}:${lastKey}`).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): bigint {
+function decodeCursor(cursor: string): bigint {
   const match = CURSOR_TEXT.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
   const key = match ? BigInt(match[1]!) : undefined;
   // Re-encoding must give the cursor back: base64url decoding skips stray characters silently.

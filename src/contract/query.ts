@@ -30,13 +30,8 @@ function decodes(text: string): boolean {
   }
 }
 
-/** The name of the first parameter whose name or value does not decode; undefined when the name itself does not. */
+// The text does not decode, so one of its pairs does not: that pair's name, undefined when the name itself does not.
 function offendingParameter(text: string): string | undefined {
-  for (const pair of text.split('&')) {
-    if (decodes(pair)) continue;
-    const equals = pair.indexOf('=');
-    const name = (equals === -1 ? pair : pair.slice(0, equals)).replaceAll('+', ' ');
-    return decodes(name) ? decodeURIComponent(name) : undefined;
-  }
-  return undefined;
+  const name = text.split('&').find((pair) => !decodes(pair))!.split('=', 1)[0]!.replaceAll('+', ' ');
+  return decodes(name) ? decodeURIComponent(name) : undefined;
 }

@@ -1,7 +1,8 @@
 // The operations of openapi.yaml as routes, built by fastify-openapi-glue: each route gets the handler named
 // by its operationId, HEAD for each GET, and what the app adds from the operation's facts (operation-facts.ts).
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
-import { errorCodes, type FastifyInstance, type onRequestHookHandler, type RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifySerializerCompiler, onRequestHookHandler, RouteOptions } from 'fastify';
+import { errorCodes } from 'fastify';
 import fp from 'fastify-plugin';
 import openapiGlue from 'fastify-openapi-glue';
 import { SpecificationError, withNumbers } from '../spec-path.ts';
@@ -9,7 +10,7 @@ import { deriveOperationFacts, type OperationFacts } from './operation-facts.ts'
 import type { ServiceHandlers } from './operations.ts';
 import { validatorCompiler } from './validation.ts';
 
-export interface RoutesOptions {
+interface RoutesOptions {
   /** openapi.yaml, parsed; glue works on its own copy. */
   specification: object;
   handlers: ServiceHandlers;
@@ -25,7 +26,8 @@ async function routes(app: FastifyInstance, { specification, handlers, routeOpti
     // Glue gives every schema per media type; Fastify would then skip validating a body whose request names none.
     operations.addHook('onRoute', useJsonSchemasDirectly);
     const failures: SpecificationError[] = [];
-    operations.addHook('onRoute', (route) => compiledNamingFailures(route, failures));
+    operations.setValidatorCompiler(namingFailures(validatorCompiler, 'a request', () => true, failures));
+    operations.setSerializerCompiler(namingFailures(serializerCompiler, 'an answer', JSON.stringify, failures));
     // Schemas compile just before ready: the first that failed stops the start.
     operations.addHook('onReady', async () => {
       if (failures[0]) throw failures[0];
@@ -76,31 +78,26 @@ export function securityHooks({ operationId, security }: OperationFacts, checks:
 
 // JSON is the only body type, so its schema applies to every body; a status answered only in JSON has one serializer.
 function useJsonSchemasDirectly(route: RouteOptions): void {
-  const schema = route.schema as { body?: unknown; response?: Record<string, unknown> } | undefined;
-  if (schema === undefined) return;
-  const body = jsonOnly(schema.body);
-  if (body !== undefined) schema.body = body;
-  for (const [status, response] of Object.entries(schema.response ?? {})) {
-    const json = jsonOnly(response);
-    if (json !== undefined) schema.response![status] = json;
-  }
+  const schema = route.schema as { body?: unknown; response?: Record<string, unknown> };
+  if (schema.body !== undefined) schema.body = jsonOnly(schema.body);
+  for (const status in schema.response) schema.response[status] = jsonOnly(schema.response[status]);
 }
 
 function jsonOnly(part: unknown): unknown {
-  const content = (part as { content?: Record<string, { schema?: unknown }> } | undefined)?.content ?? {};
+  const content = (part as { content?: Record<string, { schema?: unknown }> }).content ?? {};
   const mediaTypes = Object.keys(content);
-  return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : undefined;
+  return mediaTypes.length === 1 && mediaTypes[0] === 'application/json' ? content['application/json']!.schema : part;
 }
 
-const serializerCompiler = SerializerSelector()({});
+const serializerCompiler = SerializerSelector()({}) as FastifySerializerCompiler<unknown>;
 
 type Compile = (request: { method: string | string[]; url: string }) => unknown;
 
-/** The route's schemas compiled so that a failure names its operation (Fastify's error only quotes the reason in a sentence). */
-function compiledNamingFailures(route: RouteOptions, failures: SpecificationError[]): void {
-  const naming = (compile: Compile, part: string, failed: unknown): Compile => (request) => {
+/** A compiler whose failure names its operation (Fastify's error only quotes the reason in a sentence). */
+function namingFailures<C>(compile: C, part: string, failed: unknown, failures: SpecificationError[]): C {
+  const named: Compile = (request) => {
     try {
-      return compile(request);
+      return (compile as Compile)(request);
     } catch (error) {
       const where = `${[request.method].flat()[0]} ${request.url.replace(/:(\w+)/g, '{$1}')}`;
       const reason = (error as Error).message.replaceAll('\n', ' ');
@@ -108,8 +105,7 @@ function compiledNamingFailures(route: RouteOptions, failures: SpecificationErro
       return failed;
     }
   };
-  route.validatorCompiler = naming(validatorCompiler as Compile, 'a request', () => true) as RouteOptions['validatorCompiler'];
-  route.serializerCompiler = naming(serializerCompiler as Compile, 'an answer', JSON.stringify) as RouteOptions['serializerCompiler'];
+  return named as C;
 }
 
 /** A request media type no parser reads fails the boot; one only answered with gets a 415 parser, so that glue warns of nothing. */

@@ -5,16 +5,13 @@ import type { FastifySchemaCompiler, FastifySchema } from 'fastify';
 import { unescapePointer } from './operation-facts.ts';
 import { exactIntegerKeyword, exactNumberKeyword, withExactIntegers } from './integers.ts';
 
-function createAjv(options: Options): Ajv2020 {
+function createAjv(options: Options = {}) {
   // OpenAPI schemas carry keywords Ajv does not know (example, xml); glue has checked them against OpenAPI's schema at boot.
-  const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: false, useDefaults: true, ...options });
-  addFormats.default(ajv);
-  ajv.addKeyword(exactIntegerKeyword);
-  ajv.addKeyword(exactNumberKeyword);
-  return ajv;
+  const ajv = new Ajv2020({ strict: false, validateSchema: false, useDefaults: true, ...options });
+  return addFormats.default(ajv).addKeyword(exactIntegerKeyword).addKeyword(exactNumberKeyword);
 }
 
-const bodyAjv = createAjv({ coerceTypes: false });
+const bodyAjv = createAjv();
 const urlAjv = createAjv({ coerceTypes: 'array' });
 
 export const validatorCompiler: FastifySchemaCompiler<FastifySchema> = ({ schema, httpPart }) => {
@@ -31,9 +28,9 @@ const PARTS: Record<string, { name: string; field: string }> = {
 
 /** One sentence naming the first offending field, e.g. `The request body field "id" must be an integer.` */
 export function formatSchemaErrors(errors: ErrorObject[], dataVar: string): Error {
-  const error = errors[0];
-  const { name: part, field } = PARTS[dataVar] ?? { name: dataVar, field: `${dataVar} field` };
-  if (!error) return new Error(`The ${part} is not valid.`);
+  // Fastify formats only a failed validation, which Ajv stops at its first error.
+  const error = errors[0]!;
+  const { name: part, field } = PARTS[dataVar]!;
   const path = fieldPath(error.instancePath);
   switch (error.keyword) {
     case 'required':

@@ -3,14 +3,27 @@ import { ifMatchCondition, ifNoneMatchHits } from '../contract/conditional.ts';
 import { HttpError } from '../contract/errors.ts';
 import type { ServiceHandlers } from '../contract/operations.ts';
 import { keysetPages } from '../contract/paging.ts';
-import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition, type VersionedPlant } from '../store/types.ts';
-import { plantEtag } from './representation.ts';
+import { type ConditionalWrite, type PlantRecord, type PlantRepository, type Precondition } from '../store/types.ts';
 
 export type PlantHandlers = Pick<ServiceHandlers, 'createPlant' | 'listPlants' | 'getPlant' | 'replacePlant' | 'deletePlant'>;
+
+/** A plant's strong ETag: new with every change, the same on every instance and after a store move. */
+export const plantEtag = (version: bigint): string => `"${version}"`;
 
 /** `afterChange` is called after a write that added webhook deliveries, or may have: the store did not say it added none. */
 export function createPlantHandlers({ store, afterChange }: { store: PlantRepository; afterChange?: () => void }): PlantHandlers {
   const plantPage = keysetPages<PlantRecord>('/plants', (plant) => plant.id);
+  // The plant a replace or delete wrote; a missing or changed plant is refused.
+  const written = (result: ConditionalWrite, id: bigint) => {
+    if (result.outcome === 'missing') throw notFound(id);
+    if (result.outcome === 'precondition-failed') {
+      throw new HttpError(412, `The plant with id ${id} no longer matches If-Match; nothing was changed.`, {
+        etag: plantEtag(result.version),
+      });
+    }
+    if (result.eventWritten !== false) afterChange?.();
+    return result;
+  };
   return {
     async createPlant(request) {
       const { id } = request.body;
@@ -43,16 +56,13 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantReposi
       const { id } = request.params;
       const result = await store.replacePlant(id, request.body, ifMatch(request.headers['if-match']));
       const { plant, version } = written(result, id);
-      if (wroteEvent(result)) afterChange?.();
       reply.header('etag', plantEtag(version));
       return plant;
     },
 
     async deletePlant(request, reply) {
       const { id } = request.params;
-      const result = await store.deletePlant(id, ifMatch(request.headers['if-match']));
-      written(result, id);
-      if (wroteEvent(result)) afterChange?.();
+      written(await store.deletePlant(id, ifMatch(request.headers['if-match'])), id);
       return reply.code(204).send();
     },
   };
@@ -62,20 +72,6 @@ export function createPlantHandlers({ store, afterChange }: { store: PlantReposi
 function ifMatch(header: string | undefined): Precondition | undefined {
   const condition = ifMatchCondition(header);
   return condition && ((_current, version) => condition(plantEtag(version)));
-}
-
-function written(result: ConditionalWrite, id: bigint): VersionedPlant {
-  if (result.outcome === 'missing') throw notFound(id);
-  if (result.outcome === 'precondition-failed') {
-    throw new HttpError(412, `The plant with id ${id} no longer matches If-Match; nothing was changed.`, {
-      etag: plantEtag(result.version),
-    });
-  }
-  return result;
-}
-
-function wroteEvent(result: ConditionalWrite): boolean {
-  return result.outcome === 'done' && result.eventWritten !== false;
 }
 
 function notFound(id: bigint): HttpError {

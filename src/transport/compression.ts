@@ -2,7 +2,7 @@
 // so their strong ETags name the bytes sent); answers that never change (the documents) are compressed once, off the loop.
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { brotliCompress, constants, gzip, type BrotliOptions, type ZlibOptions } from 'node:zlib';
+import { brotliCompress, constants, gzip, type BrotliOptions } from 'node:zlib';
 import { negotiate } from '@fastify/accept-negotiator';
 import fastifyCompress, { type FastifyCompressOptions } from '@fastify/compress';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
@@ -16,18 +16,9 @@ type Encoding = 'br' | 'gzip';
 /** The content codings answers are sent in, brotli first: preferred on a tie. */
 const ENCODINGS: Encoding[] = ['br', 'gzip'];
 
-// Brotli quality 4 and gzip level 6: the higher settings cost many times the CPU for no smaller page.
+// @fastify/compress's brotli quality, stored answers' too: a higher one costs many times the CPU for no smaller page.
 const BROTLI_OPTIONS: BrotliOptions = { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } };
-const ZLIB_OPTIONS: ZlibOptions = { level: 6 };
-
-const ROUTE_COMPRESSION = {
-  encodings: [...ENCODINGS],
-  threshold: 1024,
-  brotliOptions: BROTLI_OPTIONS,
-  zlibOptions: ZLIB_OPTIONS,
-  // A typical page of 1,000 plants is compressed in one call, without the thread pool's round trip.
-  syncThreshold: STREAM_THRESHOLD_BYTES,
-} satisfies FastifyCompressOptions;
+const ROUTE_COMPRESSION: FastifyCompressOptions = { encodings: ENCODINGS, syncThreshold: STREAM_THRESHOLD_BYTES };
 
 /** Read as @fastify/compress reads it (`*` and x-gzip as gzip); undefined: plain, even for `identity;q=0`, not a 406. */
 function negotiatedEncoding(acceptEncoding: string | undefined): Encoding | undefined {
@@ -42,7 +33,7 @@ export function compressionOf({ compressed }: OperationFacts): typeof ROUTE_COMP
 /** @fastify/compress for the routes built with compression options, at most `limit` of them streaming at once. */
 export async function registerCompression(app: FastifyInstance, limit: number): Promise<void> {
   // Request bodies stay plain JSON, as the contract says.
-  await app.register(fastifyCompress, { ...ROUTE_COMPRESSION, globalCompression: false, globalDecompression: false });
+  await app.register(fastifyCompress, { globalCompression: false, globalDecompression: false });
   const [decide, count] = gate(limit);
   // After @fastify/compress's own onRoute hook, which has appended its onSend by then.
   app.addHook('onRoute', (route) => {
@@ -54,20 +45,15 @@ export async function registerCompression(app: FastifyInstance, limit: number): 
   });
 }
 
-// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent plain.
-// The coding is decided here, once, and handed to @fastify/compress by the request headers it documents.
+// A streamed answer holds its own compressor until read (brotli's window alone is 4 MB), so past `limit` it is sent
+// plain, by the request header @fastify/compress documents; only then is the coding negotiated here.
 function gate(limit: number): [onSendHookHandler, onSendHookHandler] {
   let active = 0;
   return [
     (request, reply, payload, done) => {
-      const encoding = negotiatedEncoding(request.headers['accept-encoding']);
-      if (encoding === undefined) {
-        request.headers['x-no-compression'] = 'not accepted';
-      } else if (active >= limit && streams(payload)) {
+      if (active >= limit && streams(payload)) {
         request.headers['x-no-compression'] = 'limit';
-        addVary(reply, 'Accept-Encoding');
-      } else {
-        request.headers['accept-encoding'] = encoding;
+        if (negotiatedEncoding(request.headers['accept-encoding']) !== undefined) addVary(reply, 'Accept-Encoding');
       }
       done(null, payload);
     },
@@ -105,7 +91,7 @@ export type StoredAnswer = Awaited<ReturnType<typeof storeAnswer>>;
 
 export async function storeAnswer(type: string, body: string) {
   const plain = Buffer.from(body);
-  const [br, gzipped] = await Promise.all([brotliAsync(plain, BROTLI_OPTIONS), gzipAsync(plain, ZLIB_OPTIONS)]);
+  const [br, gzipped] = await Promise.all([brotliAsync(plain, BROTLI_OPTIONS), gzipAsync(plain)]);
   return { type, identity: representation(plain), codings: { br: representation(br), gzip: representation(gzipped) } };
 }
 

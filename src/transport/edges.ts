@@ -28,21 +28,20 @@ export function answerTransportEdges(app: FastifyInstance): void {
     // After a timeout Node goes on parsing: a request completed then is refused unread, as the connection was.
     const late = failed.get(request.raw.socket);
     if (late !== undefined) refuse(reply, late);
-    else done(edgeFailure(request.raw) ?? undefined);
+    else done(edgeFailure(request.raw));
   });
 }
 
-/** The refusal owed to a request before anything reads it, or null. */
-function edgeFailure(request: IncomingMessage): HttpError | null {
+/** The refusal owed to a request before anything reads it. */
+function edgeFailure(request: IncomingMessage): HttpError | undefined {
   // RFC 9112 §3.2: a server answers 400 to any HTTP/1.1 request without Host (HTTP/1.0 may omit it).
-  const lacksHost = request.httpVersion === '1.1' && request.headers.host === undefined;
-  if (lacksHost) return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
+  if (request.httpVersion === '1.1' && request.headers.host === undefined) {
+    return new HttpError(400, 'The request has no Host header, which HTTP/1.1 requires.', CLOSE);
+  }
   if (hostCount(request.rawHeaders) > 1) return new HttpError(400, 'The request has more than one Host header; HTTP allows exactly one.', CLOSE);
   const expect = request.headers.expect;
-  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
-    return new HttpError(417, 'The Expect header can only be 100-continue; this service meets no other expectation.');
-  }
-  return null;
+  if (expect === undefined || expect.toLowerCase() === '100-continue') return undefined;
+  return new HttpError(417, 'The Expect header can only be 100-continue; this service meets no other expectation.');
 }
 
 // Node keeps the first of several Host headers and drops the others from `headers`; RFC 9112 §3.2 says 400.
@@ -69,11 +68,8 @@ const failed = new WeakMap<Socket, HttpError>();
 
 function noteAnswer(request: IncomingMessage, response: ServerResponse): void {
   response.on('finish', forgetAnswer);
-  const seen = begun.get(request.socket);
-  if (seen === undefined) {
-    begun.set(request.socket, { last: response, previous: undefined });
-    return;
-  }
+  let seen = begun.get(request.socket);
+  if (seen === undefined) begun.set(request.socket, (seen = { last: undefined, previous: undefined }));
   seen.previous = seen.last;
   seen.last = response;
 }

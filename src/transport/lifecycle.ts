@@ -79,27 +79,19 @@ const QUIET_MS = 100;
 /** Past this, the listener closes even though connections keep arriving. */
 const QUIET_WAIT_MAX_MS = 1_000;
 
-/** Refuses new connections, keeping open ones; `drained` settles once none is left. */
-async function stopListening(server: NetServer): Promise<{ drained: Promise<void> }> {
-  await quietMoment(server);
-  // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
-  return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
-}
-
 // Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and
 // balancers open connections in bursts: so close after QUIET_MS without one, in the check phase right after accepting.
-function quietMoment(server: NetServer): Promise<void> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    let lastArrival = -Infinity;
-    const arrived = () => (lastArrival = performance.now());
-    server.on('connection', arrived);
-    const check = () => {
-      const now = performance.now();
-      if (now - lastArrival < QUIET_MS && now - started < QUIET_WAIT_MAX_MS) return setTimeout(() => setImmediate(check), QUIET_MS);
-      server.off('connection', arrived);
-      resolve();
-    };
-    setTimeout(() => setImmediate(check), QUIET_MS);
-  });
+/** Refuses new connections, keeping open ones; `drained` settles once none is left. */
+async function stopListening(server: NetServer): Promise<{ drained: Promise<void> }> {
+  const started = performance.now();
+  let lastArrival = -Infinity;
+  const arrived = () => (lastArrival = performance.now());
+  server.on('connection', arrived);
+  do {
+    await sleep(QUIET_MS);
+    await nextCheckPhase();
+  } while (performance.now() - lastArrival < QUIET_MS && performance.now() - started < QUIET_WAIT_MAX_MS);
+  server.off('connection', arrived);
+  // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
+  return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import { HttpError, refuse } from '../contract/errors.ts';
 import type { OperationFacts } from '../contract/operation-facts.ts';
 
-type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_CONNECTIONS' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
+export type SheddingLimits = Pick<Config, 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_CONNECTIONS' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
 
 const QUEUE_FULL = new HttpError(503, 'Too many page reads are waiting; retry after Retry-After seconds.');
 const OVERLOADED = new HttpError(503, 'The service is overloaded; retry after Retry-After seconds.', { 'retry-after': '1' });
@@ -21,13 +21,12 @@ export function turns(atOnce: number, queueLimit: number, now = () => performanc
     startScheduled = true;
     setImmediate(startNext);
   };
-  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop.
+  // Runs in the check phase; the read it starts runs right after, and the next start waits a loop. Until it runs,
+  // reads only join the queue and end: there is still one waiting, and room for it.
   const startNext = (): void => {
     startScheduled = false;
-    const next = running < atOnce ? waiting.shift() : undefined;
-    if (next === undefined) return;
     running++;
-    next.start();
+    waiting.shift()!.start();
     scheduleStart();
   };
   return {
@@ -81,9 +80,8 @@ async function registerPressureChecks(app: FastifyInstance, limits: SheddingLimi
     maxHeapUsedBytes: Math.round((getHeapStatistics().heap_size_limit * limits.MAX_HEAP_USED_PERCENT) / 100),
     // Sent here, as a refusal (logged at info, not as a failure), rather than thrown to the error handler.
     pressureHandler: (request: FastifyRequest, reply: FastifyReply, type: string): undefined => {
-      // Compiling the routes blocks the loop for a second or more on a busy host: that is no overload.
-      if (type === TYPE_EVENT_LOOP_DELAY && performance.now() < bootSampled) return undefined;
-      refuse(reply, OVERLOADED);
+      // Compiling the routes blocks the loop on a busy host: that is no overload.
+      if (type !== TYPE_EVENT_LOOP_DELAY || performance.now() >= bootSampled) refuse(reply, OVERLOADED);
       return undefined;
     },
   });

@@ -10,10 +10,7 @@ const CHUNK_CHARACTERS = 16 * 1024;
 
 type Item = Record<string, unknown>;
 
-/**
- * A page read's handler whose page is then written as it is read. A page of at most STREAM_THRESHOLD_BYTES characters (every
- * page that compression sends whole) is sent whole, with its Content-Length, as before; a larger one goes chunked (to HTTP/1.1).
- */
+/** A page read's handler that writes its page as read: whole up to STREAM_THRESHOLD_BYTES, chunked above. */
 export function writtenAsRead({ pageRead }: OperationFacts, handler: RouteOptions['handler']): RouteOptions['handler'] {
   if (!pageRead) return handler;
   // The route's item serializer, compiled by Fastify on the route's first page and kept for the next ones.

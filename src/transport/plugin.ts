@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import { registerCompression } from './compression.ts';
 import { answerTransportEdges } from './edges.ts';
 import { installLifecycle, type Lifecycle } from './lifecycle.ts';
-import { registerShedding } from './load-shedding.ts';
+import { registerShedding, type SheddingLimits } from './load-shedding.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,9 +17,9 @@ declare module 'fastify' {
   }
 }
 
-export interface TransportOptions {
+interface TransportOptions {
   /** How much the transport admits at once (src/config.ts says what each limit means). */
-  limits: Pick<Config, 'COMPRESSION_CONCURRENCY' | 'MAX_CONNECTIONS' | 'PAGE_READS_AT_ONCE' | 'PAGE_READS_QUEUED' | 'MAX_EVENT_LOOP_DELAY' | 'MAX_HEAP_USED_PERCENT'>;
+  limits: SheddingLimits & Pick<Config, 'COMPRESSION_CONCURRENCY'>;
 }
 
 async function transport(app: FastifyInstance, { limits }: TransportOptions): Promise<void> {
@@ -40,20 +40,19 @@ function limitConnections(server: Server, limit: number): void {
   const idle = new Set<Socket>();
   // Connections yet to send a request, oldest first: a probe is one until it is read, so they are closed after the idle ones.
   const unread = new Set<Socket>();
+  const forget = (socket: Socket): void => {
+    open.delete(socket);
+    idle.delete(socket);
+    unread.delete(socket);
+  };
   server.on('connection', (socket: Socket) => {
     open.add(socket);
     unread.add(socket);
-    socket.once('close', () => {
-      open.delete(socket);
-      idle.delete(socket);
-      unread.delete(socket);
-    });
+    socket.once('close', () => forget(socket));
     while (open.size > limit) {
       const oldest = idle.values().next().value ?? unread.values().next().value;
       if (oldest === undefined || oldest === socket) break; // all busy: the new one still gets its turn
-      idle.delete(oldest);
-      unread.delete(oldest);
-      open.delete(oldest);
+      forget(oldest);
       oldest.destroy();
     }
   });

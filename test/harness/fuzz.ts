@@ -6,7 +6,7 @@ import type { FastifyInstance, LightMyRequestResponse as LightResponse } from 'f
 import fc from 'fast-check';
 import type { Test } from 'tap';
 import { parseJson } from '../../src/contract/json.ts';
-import { plantEtag } from '../../src/plants/representation.ts';
+import { plantEtag } from '../../src/plants/handlers.ts';
 import { WEBHOOK_EVENTS, type PlantContent, type PlantStore } from '../../src/store/types.ts';
 import { hashToken, tokenHint } from '../../src/tokens/format.ts';
 import { contractProblems, spec } from './contract.ts';
