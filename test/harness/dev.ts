@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import type { Test } from 'tap';
 import { reapChild } from './reaper.ts';
+import { withoutCoverage } from './scratch.ts';
 
 /** A log line of the server saying it listens: its pid and its URL. */
 export const LISTENING = /^\{.*"pid":(\d+).*"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)".*\}$/gm;
@@ -27,7 +28,7 @@ export interface DevRun {
 }
 
 export function startDev(t: Test, dir: string, env: Record<string, string>): DevRun {
-  const dev = spawn('npm', ['run', '--silent', 'dev'], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const dev = spawn('npm', ['run', '--silent', 'dev'], { cwd: dir, env: { ...withoutCoverage(), ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const forget = reapChild(dev, { group: true });
   let output = '';
   let exited = false;

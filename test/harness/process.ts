@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { REPO_ROOT } from './paths.ts';
 import { reapChild } from './reaper.ts';
-import { copyRepository } from './scratch.ts';
+import { copyRepository, NO_COVERAGE } from './scratch.ts';
 
 export interface Exit {
   code: number | null;
@@ -193,7 +193,7 @@ export async function runToExit(
  * exits 1 without listening, with one line on stderr and no stack trace. Answers that line.
  */
 export async function failedStartLine(t: Test, repo: string, env: ServerEnv): Promise<string> {
-  const result = await runToExit(t, env, { command: [process.execPath, join(repo, 'src/entry.js')] });
+  const result = await runToExit(t, { ...env, ...NO_COVERAGE }, { command: [process.execPath, join(repo, 'src/entry.js')] });
   const stderr = result.stderr.trimEnd();
   t.equal(result.code, 1, 'exits 1');
   t.notMatch(result.stdout, /Server listening/, 'never listened');

@@ -10,7 +10,7 @@ import t, { type Test } from 'tap';
 import { parse, parseDocument } from 'yaml';
 import { replaceDeclaration, snippetsOf } from '../harness/doc-steps.ts';
 import { serverEnv, startServer, type RunningServer } from '../harness/process.ts';
-import { copyRepository, generateTypes, typeCheck } from '../harness/scratch.ts';
+import { copyRepository, generateTypes, NO_COVERAGE, typeCheck } from '../harness/scratch.ts';
 import { freshSchemaUrl, postgresTestOptions } from '../harness/postgres.ts';
 import { markdownFile } from '../harness/readme-blocks.ts';
 
@@ -129,7 +129,7 @@ const scratch = copyRepository(t.testdir(), ['openapi.yaml', 'package.json', 'ts
 
 t.test('the page, followed in a scratch copy, gives a copy that type-checks', (t) => followThePage(t, scratch));
 
-const env = { API_TOKENS: TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+const env = { API_TOKENS: TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...NO_COVERAGE };
 const command = [process.execPath, join(scratch, 'src/entry.js')];
 
 t.test('on SQLite, a server of the copy carries both fields everywhere', async (t) => {

@@ -15,6 +15,7 @@ import t from 'tap';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { serverEnv, startServer, type Teardown } from '../harness/process.ts';
 import { docBlock, example, readmeBlock } from '../harness/readme-blocks.ts';
+import { withoutCoverage } from '../harness/scratch.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CI = process.env.CI === 'true';
@@ -25,10 +26,10 @@ interface Run {
   stderr: string;
 }
 
-/** Runs a command to its end; never throws, so a failure shows its output in the assertion. */
+/** Runs a command to its end, outside the coverage report (a copy, the consumer); never throws, so a failure shows its output in the assertion. */
 function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, env: { ...withoutCoverage(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const output = { stdout: '', stderr: '' };
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));

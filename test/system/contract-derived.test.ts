@@ -3,10 +3,8 @@
 // field, the store's column and migration that any field needs), a real server and the regenerated
 // client follow the edit; a contract that contradicts itself stops the start with one line naming
 // the operation; and no operationId is written as a value in the code.
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import ts from 'typescript';
 import { parseDocument } from 'yaml';
@@ -15,10 +13,9 @@ import { INT64_FIELDS } from '../../packages/client/src/int64-fields.ts';
 import { ContradictoryContractError, deriveOperationFacts, type OperationFacts } from '../../src/contract/operation-facts.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { failedStartOnSpec, serverEnv, startServer, type RunningServer } from '../harness/process.ts';
-import { copyRepository } from '../harness/scratch.ts';
+import { copyRepository, generateTypes, NO_COVERAGE } from '../harness/scratch.ts';
 import { spec } from '../harness/contract.ts';
 
-const run = promisify(execFile);
 const TOKEN = 'contract-derived-token-0123456789';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const SPEC_TEXT = readFileSync(SPEC_URL, 'utf8');
@@ -70,14 +67,14 @@ async function editedCopy(t: Test): Promise<string> {
   });
   writeFileSync(join(dir, 'openapi.yaml'), text);
   addSeedsField(dir);
-  await run(process.execPath, ['scripts/generate.ts'], { cwd: dir });
+  await generateTypes(dir);
   return dir;
 }
 
 const scratch = await editedCopy(t);
 
 function startCopy(t: Test, env: Record<string, string> = {}): Promise<RunningServer> {
-  return startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN, ...env }), { command: [process.execPath, join(scratch, 'src/entry.js')] });
+  return startServer(t, serverEnv(t.testdir(), { API_TOKENS: TOKEN, ...env, ...NO_COVERAGE }), { command: [process.execPath, join(scratch, 'src/entry.js')] });
 }
 
 t.test('an answer whose Content-Encoding is removed from openapi.yaml is no longer compressed', async (t) => {
