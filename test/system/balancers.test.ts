@@ -179,23 +179,6 @@ for (const name of ['haproxy', 'nginx'] as const) {
   });
 }
 
-const nginx = balancerProgram('nginx');
-t.test("behind README's nginx block, nginx closes its idle connections to a stopping instance before the instance has to", { skip: skipUnlessCi('missing' in nginx ? nginx.missing : undefined) }, async (t) => {
-  if ('missing' in nginx) return t.fail(nginx.missing);
-  const dir = t.testdir();
-  const port = await freePort();
-  const instance = await startServer(t, serverEnv(dir, { PORT: String(port) }));
-  // The other two addresses refuse, as stopped instances do: nginx sends everything to the one left.
-  const ports = [port, await freePort(), await freePort()];
-  const balancer = await startBalancer(t, 'nginx', nginx.path, join(dir, 'nginx'), readmeBlock(BLOCKS.nginx.marker, 'nginx'), ports);
-  // A burst: nginx opens a connection per request in flight and keeps each, idle, in its pool.
-  const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${balancer.url}/healthz`).then((response) => response.status)));
-  t.same(new Set(answers), new Set([200]), 'the burst was served');
-  t.same(await instance.stop('SIGTERM'), { code: 0, signal: null });
-  // A connection the instance closes idle may be carrying a request nginx just wrote: a POST so cut off is a 502.
-  t.notMatch(instance.stdout(), /"msg":"grace over/, 'no idle connection was left for the instance to close after its grace');
-});
-
 t.test("README's Kubernetes block: readiness on /readyz, noticed within SHUTDOWN_DELAY, and a grace period above SHUTDOWN_DELAY + SHUTDOWN_TIMEOUT", async (t) => {
   const pod = parse(readmeBlock('Kubernetes, in the pod template', 'yaml')) as {
     terminationGracePeriodSeconds: number;
