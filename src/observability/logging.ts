@@ -62,8 +62,7 @@ export class AccessLog extends LogController {
   }
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
-type Level = (typeof LEVELS)[number];
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
 /** The pino logger Fastify builds from loggerOptions, with pino's documented level check. */
@@ -75,12 +74,6 @@ export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, o
 }
 
 class LazyChild implements FastifyBaseLogger {
-  declare fatal: FastifyBaseLogger['fatal'];
-  declare error: FastifyBaseLogger['error'];
-  declare warn: FastifyBaseLogger['warn'];
-  declare info: FastifyBaseLogger['info'];
-  declare debug: FastifyBaseLogger['debug'];
-  declare trace: FastifyBaseLogger['trace'];
   #child: FastifyBaseLogger | undefined;
   readonly #parent: Pino;
   readonly #bindings: Bindings;
@@ -108,16 +101,35 @@ class LazyChild implements FastifyBaseLogger {
     return this.#made.child(bindings, options);
   }
 
-  silent(): void {}
-
-  // One method per level, made once on the prototype.
-  static {
-    for (const level of LEVELS) {
-      LazyChild.prototype[level] = function (this: LazyChild, ...args: unknown[]): void {
-        if (this.#child === undefined && !this.#parent.isLevelEnabled(level)) return;
-        const made = this.#made;
-        (made[level] as (...line: unknown[]) => void).apply(made, args);
-      };
-    }
+  #write(level: Level, args: unknown[]): void {
+    if (this.#child === undefined && !this.#parent.isLevelEnabled(level)) return;
+    const made = this.#made;
+    (made[level] as (...line: unknown[]) => void).apply(made, args);
   }
+
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
+  }
+
+  error(...args: unknown[]): void {
+    this.#write('error', args);
+  }
+
+  warn(...args: unknown[]): void {
+    this.#write('warn', args);
+  }
+
+  info(...args: unknown[]): void {
+    this.#write('info', args);
+  }
+
+  debug(...args: unknown[]): void {
+    this.#write('debug', args);
+  }
+
+  trace(...args: unknown[]): void {
+    this.#write('trace', args);
+  }
+
+  silent(): void {}
 }
