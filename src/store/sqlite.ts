@@ -279,12 +279,17 @@ function resultCode(error: unknown): number {
   return ((error as { errcode?: number })?.errcode ?? 0) & 0xff;
 }
 
-/** SQLITE_BUSY: another connection holds the lock. */
+const SQLITE_BUSY = 5;
+const SQLITE_IOERR = 10;
+const SQLITE_FULL = 13;
+
+/** Another connection holds the lock. */
 function isBusy(error: unknown): boolean {
-  return resultCode(error) === 5;
+  return resultCode(error) === SQLITE_BUSY;
 }
 
-/** SQLITE_FULL, or SQLITE_IOERR_* (how some ENOSPC cases surface). */
+/** A full disk, or an I/O error (SQLITE_IOERR_*, how some ENOSPC cases surface). */
 function isStorageFault(error: unknown): boolean {
-  return resultCode(error) === 13 || resultCode(error) === 10;
+  const code = resultCode(error);
+  return code === SQLITE_FULL || code === SQLITE_IOERR;
 }
