@@ -34,7 +34,10 @@ async function transport(app: FastifyInstance, { limits }: TransportOptions): Pr
 export default fp(transport, { name: 'transport', fastify: '5.x', dependencies: ['observability', 'security'] });
 
 // At most `limit` open connections: past it the one idle the longest is closed, so idle ones cannot keep health probes out.
+// No listener per socket: one added to each socket of a burst of new connections made V8 pretenure the arrays of two
+// listeners that every request's emitters also build, and each request then outlived a scavenge (docs/performance.md, "Memory").
 function limitConnections(server: Server, limit: number): void {
+  // Open connections, with those closed since the last count: counted when the limit is passed, so at most `limit` linger.
   const open = new Set<Socket>();
   // Idle connections in the order they became idle: the first is the one idle the longest.
   const idle = new Set<Socket>();
@@ -48,7 +51,8 @@ function limitConnections(server: Server, limit: number): void {
   server.on('connection', (socket: Socket) => {
     open.add(socket);
     unread.add(socket);
-    socket.once('close', () => forget(socket));
+    if (open.size <= limit) return;
+    for (const known of open) if (known.destroyed) forget(known);
     while (open.size > limit) {
       const oldest = idle.values().next().value ?? unread.values().next().value;
       if (oldest === undefined || oldest === socket) break; // all busy: the new one still gets its turn

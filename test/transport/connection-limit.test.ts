@@ -1,7 +1,7 @@
 // MAX_CONNECTIONS over real sockets: at the limit, the connection idle the longest is closed to
 // admit a new one (a health probe gets in whatever idle connections a client holds), one yet to
 // send its request only after those, and a connection with a request in flight never.
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import t from 'tap';
 import { AUTH, build } from '../harness/helper.ts';
 import { openRaw } from '../harness/raw-http.ts';
@@ -62,3 +62,31 @@ t.test('at MAX_CONNECTIONS, a connection yet to send its request (a probe being 
   t.equal((await fresh.response(0)).statusCode, 200, 'the connection yet to send its request is answered');
   for (const connection of [fresh, probe]) connection.destroy();
 });
+
+t.test('a connection its client closed no longer counts: at MAX_CONNECTIONS the idle ones still open stay', async (t) => {
+  const { app } = await build(t, { MAX_CONNECTIONS: 2 });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+
+  // Served in this order: `older` is the connection idle the longest.
+  const older = await openRaw(port);
+  older.socket.write(HEALTHZ);
+  t.equal((await older.response(0)).statusCode, 200);
+  const gone = await openRaw(port);
+  gone.socket.write(HEALTHZ);
+  t.equal((await gone.response(0)).statusCode, 200);
+  gone.destroy();
+  while ((await openConnections(app.server)) > 1) await new Promise((resolve) => setImmediate(resolve));
+
+  // Two open with the new one: within the limit, so nothing is closed.
+  const probe = await openRaw(port);
+  probe.socket.write(HEALTHZ);
+  t.equal((await probe.response(0)).statusCode, 200, 'the new connection is answered');
+  older.socket.write(HEALTHZ);
+  t.equal((await older.response(1)).statusCode, 200, 'the connection idle the longest is still open');
+  for (const connection of [older, probe]) connection.destroy();
+});
+
+function openConnections(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+}
