@@ -36,12 +36,16 @@
 // Garbage collection: the measured processes (not the starts) run with V8's --trace-gc-nvp, one line on stdout after
 // each collection, which the bench reads: each row prints the bytes promoted to the old generation per request and
 // the mark-compacts per 10,000 requests, so that a process that flips into promoting what should die young shows.
+// A burst on a fresh process can flip it, so last, BENCH_BURSTS times (4; 0 skips them), the bare Fastify route and each
+// service are started afresh, met by BENCH_CONNECTIONS connections at once asking for the 401 (1 s, unrecorded, from an
+// autocannon process of its own), then measured for 2 s: the bytes promoted per request of each process, and its CPU time.
 // BENCH_BEFORE=<another checkout, with its own node_modules> adds the target "service (before)": that
 // checkout's service started as this one's is (its own Node, the flags of its npm start, a fresh SQLite
 // file), measured in the same rounds, and a last table of each service row's CPU time per request
 // against it; its large store is filled through that checkout's own store. With BENCH_BEFORE_DATABASE_URL
 // (another empty database) and BENCH_DATABASE_URL, "service, postgres (before)" too.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,6 +70,8 @@ const AUTH = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/js
 const ONLY = (process.env.BENCH_ONLY ?? '').split('|');
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const STARTS = integerSetting('BENCH_STARTS', 5, 1);
+const BURSTS = integerSetting('BENCH_BURSTS', 4, 0);
+const BURST_NAME = 'fresh process, burst';
 
 interface Scenario {
   name: string;
@@ -304,6 +310,7 @@ try {
   if (BEFORE !== undefined) notes.push(`${BEFORE_NAME}: the checkout at ${BEFORE}, run by ${targets.find((target) => target.name === BEFORE_NAME)!.node}`);
   print();
   printStartups(startups);
+  if (BURSTS > 0 && chosen(BURST_NAME)) printBursts(await measureBursts());
 } finally {
   await Promise.all(running.map((target) => stop(target.child)));
   await backends?.end();
@@ -390,6 +397,48 @@ function printStartups(startups: Map<string, Startup[]>): void {
       `${name.padEnd(28)}${wall.min.toFixed(0).padStart(8)}${wall.median.toFixed(0).padStart(11)}${(wall.median / bare.wall.median).toFixed(2).padStart(11)}` +
         `${cpu.min.toFixed(0).padStart(12)}${cpu.median.toFixed(0).padStart(12)}${(cpu.median / bare.cpu.median).toFixed(2).padStart(11)}`,
     );
+  }
+}
+
+
+interface Burst {
+  promotedPerRequest: number;
+  cpuUsPerRequest: number;
+}
+
+/** BURSTS rounds; in each, the bare Fastify route and every service in turn: started, met by a burst, measured, stopped. */
+async function measureBursts(): Promise<Map<string, Burst[]>> {
+  const measured = targets.filter((target) => target.service || target.name === 'fastify route');
+  const bursts = new Map(measured.map((target) => [target.name, [] as Burst[]]));
+  for (let round = 0; round < BURSTS; round++) {
+    for (const target of measured) {
+      const { child, port } = await startTarget(target, true);
+      const fresh: Running = { ...target, child, port, gc: gcTotals(child) };
+      await burstFromAnotherProcess(port);
+      const { result, cpuUs, gc } = await drive(fresh, UNAUTHENTICATED, 2);
+      await stop(child);
+      const requests = Math.max(1, result.totalCompletedRequests);
+      bursts.get(target.name)!.push({ promotedPerRequest: gc.promoted / requests, cpuUsPerRequest: cpuUs / requests });
+    }
+  }
+  return bursts;
+}
+
+/** The unrecorded burst, from a load generator of its own, as clients are: from this busy process it came too slowly to show a flip. */
+async function burstFromAnotherProcess(port: number): Promise<void> {
+  const cli = join(REPO_ROOT, 'node_modules', 'autocannon', 'autocannon.js');
+  const generator = spawn(process.execPath, [cli, '-c', String(CONNECTIONS), '-d', String(WARM_UP_SECONDS), `http://127.0.0.1:${port}/plants/500`], { stdio: 'ignore' });
+  const [code] = (await once(generator, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`the burst's autocannon exited with ${code}`);
+}
+
+function printBursts(bursts: Map<string, Burst[]>): void {
+  console.log(`
+A burst on a fresh process: ${CONNECTIONS} connections at once asking for the 401, 1 s unrecorded, then 2 s; one column per process`);
+  for (const [name, measured] of bursts) {
+    const column = (pick: (burst: Burst) => number) => measured.map((burst) => pick(burst).toFixed(0).padStart(7)).join('');
+    console.log(`${name.padEnd(28)}promoted B/req${column((burst) => burst.promotedPerRequest)}`);
+    console.log(`${''.padEnd(28)}CPU µs/req    ${column((burst) => burst.cpuUsPerRequest)}`);
   }
 }
 
