@@ -400,7 +400,6 @@ function printStartups(startups: Map<string, Startup[]>): void {
   }
 }
 
-
 interface Burst {
   promotedPerRequest: number;
   cpuUsPerRequest: number;
@@ -433,8 +432,7 @@ async function burstFromAnotherProcess(port: number): Promise<void> {
 }
 
 function printBursts(bursts: Map<string, Burst[]>): void {
-  console.log(`
-A burst on a fresh process: ${CONNECTIONS} connections at once asking for the 401, 1 s unrecorded, then 2 s; one column per process`);
+  console.log(`\nA burst on a fresh process: ${CONNECTIONS} connections at once asking for the 401, 1 s unrecorded, then 2 s; one column per process`);
   for (const [name, measured] of bursts) {
     const column = (pick: (burst: Burst) => number) => measured.map((burst) => pick(burst).toFixed(0).padStart(7)).join('');
     console.log(`${name.padEnd(28)}promoted B/req${column((burst) => burst.promotedPerRequest)}`);
