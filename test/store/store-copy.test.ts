@@ -6,7 +6,6 @@ import t, { type Test } from 'tap';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { setImmediate as turn } from 'node:timers/promises';
 import { loadConfig, storeOptions } from '../../src/config.ts';
 import { INT64_MAX, INT64_MIN } from '../../src/int64.ts';
 import { runStoreCommand } from '../../src/store/cli.ts';
@@ -131,23 +130,21 @@ t.test('copy', options, async (t) => {
     const writer = new DatabaseSync(file);
     t.teardown(() => writer.close());
     let next = 12_001;
-    const busy = { moving: true };
-    const moves = (async () => {
-      for (; busy.moving; next++) {
-        writer.exec(`BEGIN IMMEDIATE; DELETE FROM plants WHERE id = ${next - 12_000}; INSERT INTO plants (id, name, version) VALUES (${next}, 'p${next}', ${next}); COMMIT`);
-        await turn();
-      }
-    })();
+    // After each page the copy writes, moves are committed on the source while the copy's snapshot is open.
+    const move = (): void => {
+      writer.exec(`BEGIN IMMEDIATE; DELETE FROM plants WHERE id = ${next - 12_000}; INSERT INTO plants (id, name, version) VALUES (${next}, 'p${next}', ${next}); COMMIT`);
+      next++;
+    };
     const target = await newDatabase(t);
-    await copyStore(`sqlite:${file}`, target, () => undefined);
-    busy.moving = false;
-    await moves;
+    await copyStore(`sqlite:${file}`, target, ({ phase }) => {
+      if (phase === 'copy') for (let moves = 0; moves < 50; moves++) move();
+    });
     t.ok(next > 12_100, `the writer moved plants during the copy (${next - 12_001})`);
     const count = await scalar(target, 'SELECT count(*)::int FROM plants');
     t.equal(count, 12_000, 'SQLite source: the copy holds one committed state');
     // And from PostgreSQL, with the same writer on the copy.
     const back = `sqlite:${join(dir, 'back.db')}`;
-    busy.moving = true;
+    const busy = { moving: true };
     const pgMoves = withClient(target, async (client) => {
       for (let id = 12_001 + 12_000; busy.moving; id++) {
         await client.query(`BEGIN; DELETE FROM plants WHERE id = (SELECT min(id) FROM plants); INSERT INTO plants (id, name, version) VALUES (${id}, 'q', ${id}); COMMIT`);
