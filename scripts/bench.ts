@@ -426,7 +426,8 @@ async function measureBursts(): Promise<Map<string, Burst[]>> {
 /** The unrecorded burst, from a load generator of its own, as clients are: from this busy process it came too slowly to show a flip. */
 async function burstFromAnotherProcess(port: number): Promise<void> {
   const cli = join(REPO_ROOT, 'node_modules', 'autocannon', 'autocannon.js');
-  const generator = spawn(process.execPath, [cli, '-c', String(CONNECTIONS), '-d', String(WARM_UP_SECONDS), `http://127.0.0.1:${port}/plants/500`], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}${UNAUTHENTICATED.request()[0]!.path}`;
+  const generator = spawn(process.execPath, [cli, '-c', String(CONNECTIONS), '-d', String(WARM_UP_SECONDS), url], { stdio: 'ignore' });
   const [code] = (await once(generator, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`the burst's autocannon exited with ${code}`);
 }
