@@ -20,7 +20,7 @@
 // and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
 // of the machine moves one round, not the whole ratio.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
-// (the services' LOG_LEVEL, warn; their lines go nowhere; at another level the SQLite service runs at warn too, as
+// (the services' LOG_LEVEL, warn; their lines go to a file the run removes; at another level the SQLite service runs at warn too, as
 // "service, sqlite, warn", and a last table gives each row against it), and BENCH_ONLY:
 // run only the rows whose scenario name contains it, or one of its |-separated texts (e.g. "page of 1,000", "create|get";
 // no store fill unless it names that row;
@@ -34,7 +34,7 @@
 // bare Fastify answer); on PostgreSQL both count the CPU time of their database backends too.
 // BENCH_LARGE_STORE (1000000 plants for the last create row; 0 skips that row and the fill).
 // Garbage collection: the measured processes (not the starts) run with V8's --trace-gc-nvp, one line on stdout after
-// each collection, which the bench reads: each row prints the bytes promoted to the old generation per request and
+// each collection, which the bench reads from the file their stdout goes to: each row prints the bytes promoted to the old generation per request and
 // the mark-compacts per 10,000 requests, so that a process that flips into promoting what should die young shows.
 // A burst on a fresh process can flip it, so last, BENCH_BURSTS times (4; 0 skips them), the bare Fastify route and each
 // service are started afresh, met by BENCH_CONNECTIONS connections at once asking for the 401 (1 s, unrecorded, from an
@@ -46,7 +46,7 @@
 // (another empty database) and BENCH_DATABASE_URL, "service, postgres (before)" too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
@@ -135,6 +135,7 @@ const TARGETS: Record<string, number> = { 'get by id': 1.4, 'list page of 100': 
 // the TypeScript bench-targets.ts would load Node's type stripper, which no start of the service does.
 // In the run's own directory (mkdtemp: 0700, this user's), never a shared one another user could fill.
 const dir = mkdtempSync(join(tmpdir(), 'plants-bench-'));
+let outputs = 0;
 const REFERENCE_ENV = { NODE_COMPILE_CACHE: join(dir, 'compile-cache') };
 const WARM_UP_SECONDS = 1;
 const STEAL_WARNING_PERCENT = 2;
@@ -204,8 +205,8 @@ interface Target {
 interface Running extends Target {
   child: ChildProcess;
   port: number;
-  /** Read from its --trace-gc-nvp lines so far. */
-  gc: GcTotals;
+  /** Its --trace-gc-nvp lines so far. */
+  gc: () => GcTotals;
 }
 
 interface GcTotals {
@@ -293,8 +294,8 @@ const running: Running[] = [];
 try {
   const startups = await measureStartups();
   for (const target of targets) {
-    const { child, port } = await startTarget(target, true);
-    running.push({ ...target, child, port, gc: gcTotals(child) });
+    const { child, port, gc } = await startTarget(target, true);
+    running.push({ ...target, child, port, gc: gc! });
   }
   for (const target of running) if (!target.baseline) await seed(target.port);
   // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
@@ -411,8 +412,9 @@ async function measureBursts(): Promise<Map<string, Burst[]>> {
   const bursts = new Map(measured.map((target) => [target.name, [] as Burst[]]));
   for (let round = 0; round < BURSTS; round++) {
     for (const target of measured) {
-      const { child, port } = await startTarget(target, true);
-      const fresh: Running = { ...target, child, port, gc: gcTotals(child) };
+      const started = await startTarget(target, true);
+      const { child, port } = started;
+      const fresh: Running = { ...target, child, port, gc: started.gc! };
       await burstFromAnotherProcess(port);
       const { result, cpuUs, gc } = await drive(fresh, UNAUTHENTICATED, 2);
       await stop(child);
@@ -441,17 +443,24 @@ function printBursts(bursts: Map<string, Burst[]>): void {
   }
 }
 
-async function startTarget({ args, env, node = process.execPath, cwd = REPO_ROOT }: Target, traceGc = false): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
+async function startTarget(
+  { args, env, node = process.execPath, cwd = REPO_ROOT }: Target,
+  traceGc = false,
+): Promise<{ child: ChildProcess; port: number; startupMs: number; gc?: () => GcTotals }> {
   const port = await freePort();
+  // The GC trace (and any log line) goes to a file, read after each round: a reader in this busy process would lag, and
+  // a process writes its log lines as it makes them, so a lagging reader would hold it back.
+  const output = traceGc ? join(dir, `stdout-${++outputs}.log`) : undefined;
+  const stdout = output === undefined ? 'ignore' : openSync(output, 'a');
   const started = performance.now();
   const child = spawn(node, traceGc ? ['--trace-gc-nvp', ...args] : args, {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0', ...env },
-    // stdout is read when it carries the GC trace (gcTotals); otherwise it goes nowhere.
-    stdio: ['ignore', traceGc ? 'pipe' : 'ignore', 'inherit'],
+    stdio: ['ignore', stdout, 'inherit'],
   });
-  return { child, port, startupMs: await firstAnswer(child, port, started) };
+  if (typeof stdout === 'number') closeSync(stdout);
+  return { child, port, startupMs: await firstAnswer(child, port, started), ...(output !== undefined && { gc: gcTotals(output) }) };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -471,7 +480,7 @@ async function driveInRounds(targets: Running[], scenario: Scenario): Promise<Ro
 
 async function drive(target: Running, scenario: Scenario, duration: number): Promise<Round> {
   const pid = target.child.pid!;
-  const gcBefore = { ...target.gc };
+  const gcBefore = target.gc();
   const cpuBefore = cpuMicroseconds(pid);
   const backendsBefore = await backendCpu(target);
   const before = machineCpuTicks();
@@ -483,12 +492,11 @@ async function drive(target: Running, scenario: Scenario, duration: number): Pro
     skipAggregateResult: true,
   })) as unknown as RawResult;
   const cpuUs = cpuMicroseconds(pid) - cpuBefore;
-  // The trace lines of the round's last collections may still be in the pipe: one turn of the loop reads them.
-  await new Promise(setImmediate);
+  const gcAfter = target.gc();
   return {
     result,
     cpuUs,
-    gc: { promoted: target.gc.promoted - gcBefore.promoted, markCompacts: target.gc.markCompacts - gcBefore.markCompacts },
+    gc: { promoted: gcAfter.promoted - gcBefore.promoted, markCompacts: gcAfter.markCompacts - gcBefore.markCompacts },
     ...(target.applicationName && { backendCpuUs: backendCpuSince(backendsBefore, await backendCpu(target)) }),
     machine: { before, after: machineCpuTicks() },
   };
@@ -522,21 +530,25 @@ function rowOf(target: Running, scenario: Scenario, rounds: Round[]): Row {
   };
 }
 
-/** Totals of a process's --trace-gc-nvp lines (`gc=s` a scavenge, `gc=mc` a mark-compact; `promoted=` bytes), kept up to date as they arrive. */
-function gcTotals(child: ChildProcess): GcTotals {
+/** Totals so far of a process's --trace-gc-nvp lines (`gc=s` a scavenge, `gc=mc` a mark-compact; `promoted=` bytes) in `file`, read on from the last call. */
+function gcTotals(file: string): () => GcTotals {
+  const fd = openSync(file, 'r');
+  const chunk = Buffer.alloc(1 << 20);
   const totals: GcTotals = { promoted: 0, markCompacts: 0 };
   let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop()!;
-    for (const line of lines) {
-      const promoted = / promoted=(\d+)/.exec(line);
-      if (!promoted) continue; // the port a reference prints, a log line
-      totals.promoted += Number(promoted[1]);
-      if (/ gc=mc /.test(line)) totals.markCompacts++;
+  return () => {
+    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
+      const lines = (partial + chunk.toString('latin1', 0, read)).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        const promoted = / promoted=(\d+)/.exec(line);
+        if (!promoted) continue; // the port a reference prints, a log line
+        totals.promoted += Number(promoted[1]);
+        if (/ gc=mc /.test(line)) totals.markCompacts++;
+      }
     }
-  });
-  return totals;
+    return { ...totals };
+  };
 }
 
 /** CPU time so far of each PostgreSQL backend serving the target, by pid (none for other targets). */

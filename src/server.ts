@@ -3,6 +3,7 @@ import { buildApp } from './app.ts';
 import { readSpecification, SpecificationError } from './spec-path.ts';
 import { ConfigError, loadConfig, storeOptions, type Config } from './config.ts';
 import { checkSpecificationAtStart } from './contract/specification.ts';
+import { standardOutput } from './observability/logging.ts';
 import { DatabaseUrlError, openStore } from './store/factory.ts';
 import { checkPlantFields } from './store/plant-fields.ts';
 import { LOCK_WAIT_MS } from './store/sqlite.ts';
@@ -69,9 +70,9 @@ async function main(): Promise<void> {
   if (firstToken) announceFirstToken(firstToken, { ...config, PORT: port });
 }
 
-// Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs.
+// Before the app (and its logger) exists, and after: a JSON line in the same shape as the logs, through the logger's own stdout.
 function warn(msg: string, error: Error): void {
-  process.stdout.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
+  standardOutput().write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg, err: { message: error.message } })}\n`);
 }
 
 // Shown once, on the start that created it; only its hash is stored, so it cannot be shown again.

@@ -2,11 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import pino, { type DestinationStream } from 'pino';
 import type { Redact } from './redaction.ts';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
-export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
+export function loggerOptions(level: string, redact: Redact, stream?: DestinationStream): FastifyServerOptions['logger'] {
   return {
     level,
     // No header is written: Authorization never reaches a line.
@@ -23,8 +24,19 @@ export function loggerOptions(level: string, redact: Redact, stream?: NodeJS.Wri
       // A webhook target (the dispatcher's lines) is a subscriber's URL, which may carry a token.
       url: (url: unknown) => (typeof url === 'string' ? redact(url) : url),
     },
-    ...(stream && { stream }),
+    stream: stream ?? standardOutput(),
   };
+}
+
+let stdout: DestinationStream | undefined;
+
+/**
+ * Where the process's JSON lines go: stdout, each line written as it is made, as Node writes stdout to files and pipes.
+ * pino's asynchronous default writes at most 16 KB per turn of the loop: under load its backlog (in memory, lost in a
+ * crash) grows without bound. A reader that stops reading holds the process back instead, as it would hold console.log.
+ */
+export function standardOutput(): DestinationStream {
+  return (stdout ??= pino.destination({ dest: 1, sync: true }));
 }
 
 /** Fastify's genReqId: the client's X-Request-Id when a plain word holding no token (it is in every log line), else generated. */
