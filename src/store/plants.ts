@@ -12,11 +12,18 @@ const FIELDS = raw(PLANT_FIELD_NAMES.join(', '));
 const PLANTS = sql`SELECT id, ${FIELDS}, version FROM plants WHERE`;
 const READERS = PLANT_FIELD_NAMES.map((field) => COLUMN_KINDS[PLANT_FIELDS[field]].read);
 
+// A page answers no ETags: its rows leave the version unread (on PostgreSQL, an int8 parsed per row).
+const LISTED = sql`SELECT id, ${FIELDS} FROM plants WHERE`;
+
 export function plantsWhere(condition: Sql): Statement {
   return { kind: 'tuples', sql: sql`${PLANTS} ${condition}` };
 }
 
-/** The id, then each field's column in PLANT_FIELDS order, then the version. */
+function listedWhere(condition: Sql): Statement {
+  return { kind: 'tuples', sql: sql`${LISTED} ${condition}` };
+}
+
+/** The id, then each field's column in PLANT_FIELDS order, then the version (a page's rows end before it). */
 type PlantRow = [bigint, ...unknown[]];
 
 /** A plant as a record: no key for a null column. */
@@ -85,7 +92,7 @@ export class SqlPlants extends Repository {
     if (from === undefined) return Promise.resolve([]);
     // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
     const page = tag === undefined ? sql`id >= ${from} ORDER BY id` : sql`tag = ${tag} AND id >= ${from} ORDER BY tag, id`;
-    return this.query(plantsWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
+    return this.query(listedWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
   }
 
   getPlant(id: bigint): Promise<VersionedPlant | undefined> {
