@@ -20,8 +20,8 @@
 // and the work-ratio table gives the median of the rounds' ratios with their range, so one slow moment
 // of the machine moves one round, not the whole ratio.
 // Settings: BENCH_CONNECTIONS (64), BENCH_DURATION seconds (10), BENCH_ROUNDS (5), BENCH_DATABASE_URL, BENCH_LOG_LEVEL
-// (the services' LOG_LEVEL, warn; their lines go to a file the run removes; at another level the SQLite service runs at warn too, as
-// "service, sqlite, warn", and a last table gives each row against it), and BENCH_ONLY:
+// (the services' LOG_LEVEL, warn; their lines go to a file the run removes; at another level the SQLite service runs at
+// warn too, as "service, sqlite, warn", and a last table gives each row against it), and BENCH_ONLY:
 // run only the rows whose scenario name contains it, or one of its |-separated texts (e.g. "page of 1,000", "create|get";
 // no store fill unless it names that row;
 // a text no row contains measures the starts alone).
@@ -34,8 +34,9 @@
 // bare Fastify answer); on PostgreSQL both count the CPU time of their database backends too.
 // BENCH_LARGE_STORE (1000000 plants for the last create row; 0 skips that row and the fill).
 // Garbage collection: the measured processes (not the starts) run with V8's --trace-gc-nvp, one line on stdout after
-// each collection, which the bench reads from the file their stdout goes to: each row prints the bytes promoted to the old generation per request and
-// the mark-compacts per 10,000 requests, so that a process that flips into promoting what should die young shows.
+// each collection, which the bench reads from the file their stdout goes to: each row prints the bytes promoted to the
+// old generation per request and the mark-compacts per 10,000 requests, so that a process that flips into promoting
+// what should die young shows.
 // A burst on a fresh process can flip it, so last, BENCH_BURSTS times (4; 0 skips them), the bare Fastify route and each
 // service are started afresh, met by BENCH_CONNECTIONS connections at once asking for the 401 (1 s, unrecorded, from an
 // autocannon process of its own), then measured for 2 s: the bytes promoted per request of each process, and its CPU time.
@@ -460,7 +461,8 @@ async function startTarget(
     stdio: ['ignore', stdout, 'inherit'],
   });
   if (typeof stdout === 'number') closeSync(stdout);
-  return { child, port, startupMs: await firstAnswer(child, port, started), ...(output !== undefined && { gc: gcTotals(output) }) };
+  const startupMs = await firstAnswer(child, port, started);
+  return { child, port, startupMs, ...(output !== undefined && { gc: gcTotals(output) }) };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -530,7 +532,8 @@ function rowOf(target: Running, scenario: Scenario, rounds: Round[]): Row {
   };
 }
 
-/** Totals so far of a process's --trace-gc-nvp lines (`gc=s` a scavenge, `gc=mc` a mark-compact; `promoted=` bytes) in `file`, read on from the last call. */
+/** Totals so far of the --trace-gc-nvp lines in `file`, read on from the last call (`gc=s` a scavenge, `gc=mc` a
+ * mark-compact; `promoted=` bytes). */
 function gcTotals(file: string): () => GcTotals {
   const fd = openSync(file, 'r');
   const chunk = Buffer.alloc(1 << 20);
