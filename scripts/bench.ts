@@ -47,7 +47,7 @@
 // (another empty database) and BENCH_DATABASE_URL, "service, postgres (before)" too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
@@ -57,6 +57,7 @@ import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { openStore } from '../src/store/factory.ts';
+import { linesAdded } from '../test/harness/file-lines.ts';
 import { REPO_ROOT } from '../test/harness/paths.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { integerSetting } from '../test/harness/settings.ts';
@@ -295,8 +296,7 @@ const running: Running[] = [];
 try {
   const startups = await measureStartups();
   for (const target of targets) {
-    const { child, port, gc } = await startTarget(target, true);
-    running.push({ ...target, child, port, gc: gc! });
+    running.push(await startMeasured(target));
   }
   for (const target of running) if (!target.baseline) await seed(target.port);
   // Scenario by scenario, each target in turn: on a shared host the machine's speed drifts over
@@ -413,12 +413,10 @@ async function measureBursts(): Promise<Map<string, Burst[]>> {
   const bursts = new Map(measured.map((target) => [target.name, [] as Burst[]]));
   for (let round = 0; round < BURSTS; round++) {
     for (const target of measured) {
-      const started = await startTarget(target, true);
-      const { child, port } = started;
-      const fresh: Running = { ...target, child, port, gc: started.gc! };
-      await burstFromAnotherProcess(port);
+      const fresh = await startMeasured(target);
+      await burstFromAnotherProcess(fresh.port);
       const { result, cpuUs, gc } = await drive(fresh, UNAUTHENTICATED, 2);
-      await stop(child);
+      await stop(fresh.child);
       const requests = Math.max(1, result.totalCompletedRequests);
       bursts.get(target.name)!.push({ promotedPerRequest: gc.promoted / requests, cpuUsPerRequest: cpuUs / requests });
     }
@@ -444,25 +442,30 @@ function printBursts(bursts: Map<string, Burst[]>): void {
   }
 }
 
+/** A target to measure: its GC trace (and any log line) goes to a file, read after each round. A reader in this busy
+ * process would lag, and a process writes its log lines as it makes them, so a lagging reader would hold it back. */
+async function startMeasured(target: Target): Promise<Running> {
+  const output = join(dir, `stdout-${++outputs}.log`);
+  const { child, port } = await startTarget(target, output);
+  return { ...target, child, port, gc: gcTotals(output) };
+}
+
+/** With `output`, traced (--trace-gc-nvp) and its stdout written there; otherwise its stdout goes nowhere. */
 async function startTarget(
   { args, env, node = process.execPath, cwd = REPO_ROOT }: Target,
-  traceGc = false,
-): Promise<{ child: ChildProcess; port: number; startupMs: number; gc?: () => GcTotals }> {
+  output?: string,
+): Promise<{ child: ChildProcess; port: number; startupMs: number }> {
   const port = await freePort();
-  // The GC trace (and any log line) goes to a file, read after each round: a reader in this busy process would lag, and
-  // a process writes its log lines as it makes them, so a lagging reader would hold it back.
-  const output = traceGc ? join(dir, `stdout-${++outputs}.log`) : undefined;
   const stdout = output === undefined ? 'ignore' : openSync(output, 'a');
   const started = performance.now();
-  const child = spawn(node, traceGc ? ['--trace-gc-nvp', ...args] : args, {
+  const child = spawn(node, output === undefined ? args : ['--trace-gc-nvp', ...args], {
     cwd,
     // No failed-authentication guard: the 401 row sends nothing but failures from one address.
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), API_TOKENS: TOKEN, LOG_LEVEL, AUTH_FAILURES_PER_MINUTE: '0', ...env },
     stdio: ['ignore', stdout, 'inherit'],
   });
   if (typeof stdout === 'number') closeSync(stdout);
-  const startupMs = await firstAnswer(child, port, started);
-  return { child, port, startupMs, ...(output !== undefined && { gc: gcTotals(output) }) };
+  return { child, port, startupMs: await firstAnswer(child, port, started) };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -535,21 +538,15 @@ function rowOf(target: Running, scenario: Scenario, rounds: Round[]): Row {
 /** Totals so far of the --trace-gc-nvp lines in `file`, read on from the last call (`gc=s` a scavenge, `gc=mc` a
  * mark-compact; `promoted=` bytes). */
 function gcTotals(file: string): () => GcTotals {
-  const fd = openSync(file, 'r');
-  const chunk = Buffer.alloc(1 << 20);
+  const read = linesAdded(file);
   const totals: GcTotals = { promoted: 0, markCompacts: 0 };
-  let partial = '';
   return () => {
-    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
-      const lines = (partial + chunk.toString('latin1', 0, read)).split('\n');
-      partial = lines.pop()!;
-      for (const line of lines) {
-        const promoted = / promoted=(\d+)/.exec(line);
-        if (!promoted) continue; // the port a reference prints, a log line
-        totals.promoted += Number(promoted[1]);
-        if (/ gc=mc /.test(line)) totals.markCompacts++;
-      }
-    }
+    read((line) => {
+      const promoted = / promoted=(\d+)/.exec(line);
+      if (!promoted) return; // the port a reference prints, a log line
+      totals.promoted += Number(promoted[1]);
+      if (/ gc=mc /.test(line)) totals.markCompacts++;
+    });
     return { ...totals };
   };
 }

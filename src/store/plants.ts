@@ -19,10 +19,6 @@ export function plantsWhere(condition: Sql): Statement {
   return { kind: 'tuples', sql: sql`${PLANTS} ${condition}` };
 }
 
-function listedWhere(condition: Sql): Statement {
-  return { kind: 'tuples', sql: sql`${LISTED} ${condition}` };
-}
-
 /** The id, then each field's column in PLANT_FIELDS order, then the version (a page's rows end before it). */
 type PlantRow = [bigint, ...unknown[]];
 
@@ -92,7 +88,7 @@ export class SqlPlants extends Repository {
     if (from === undefined) return Promise.resolve([]);
     // Every LIMIT takes an expression: SQLite re-prepares a statement whose bare LIMIT parameter is bound.
     const page = tag === undefined ? sql`id >= ${from} ORDER BY id` : sql`tag = ${tag} AND id >= ${from} ORDER BY tag, id`;
-    return this.query(listedWhere(sql`${page} LIMIT CAST(${limit} AS INTEGER)`), toPlants);
+    return this.query({ kind: 'tuples', sql: sql`${LISTED} ${page} LIMIT CAST(${limit} AS INTEGER)` }, toPlants);
   }
 
   getPlant(id: bigint): Promise<VersionedPlant | undefined> {

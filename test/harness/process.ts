@@ -3,7 +3,7 @@
 // every process is SIGKILLed at the end of the test that spawned it if it is still running, and by
 // the reaper if the test process ends first (a tap timeout).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { REPO_ROOT } from './paths.ts';
@@ -86,6 +86,8 @@ export interface SpawnOptions {
   unprivileged?: boolean;
   /** Where it runs: the repository's root unless a test gives a scratch copy (a page's relative paths then stay in it). */
   cwd?: string;
+  /** A file its stdout is written to, unread (stdout() stays empty): what the process wrote, not what a reader has read yet. */
+  stdoutFile?: string;
 }
 
 /** Drops root's permission override from `command` (see SpawnOptions.unprivileged). */
@@ -97,22 +99,24 @@ function withoutPermissionOverride(command: readonly string[]): readonly string[
 export function spawnServer(
   t: Teardown,
   env: ServerEnv,
-  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false, cwd = REPO_ROOT }: SpawnOptions = {},
+  { command = [process.execPath, 'src/entry.js'], detached = false, unprivileged = false, cwd = REPO_ROOT, stdoutFile }: SpawnOptions = {},
 ): ServerProcess {
   const [file, ...args] = unprivileged ? withoutPermissionOverride(command) : command;
+  const stdout = stdoutFile === undefined ? 'pipe' : openSync(stdoutFile, 'a');
   const child = spawn(file!, args, {
     cwd,
     detached,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdout, 'pipe'],
   });
+  if (typeof stdout === 'number') closeSync(stdout);
   const forget = reapChild(child, { group: detached });
   const output = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();
   const notify = () => {
     for (const waiter of [...waiters]) waiter();
   };
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
     output.stdout += chunk;
     notify();
   });

@@ -4,14 +4,14 @@
 // after 1 s of load, 20,684 of 106,540 after 3 s.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, watch } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { linesAdded } from '../harness/file-lines.ts';
 import { REPO_ROOT } from '../harness/paths.ts';
 import { freePort } from '../harness/ports.ts';
-import { serverEnv } from '../harness/process.ts';
-import { reapChild } from '../harness/reaper.ts';
+import { serverEnv, spawnServer } from '../harness/process.ts';
 
 const CONNECTIONS = 64;
 const REQUESTS = 80_000;
@@ -28,17 +28,14 @@ async function lineIn(file: string, dir: string, pattern: RegExp): Promise<void>
   }
 }
 
-/** Counts the 401s' access lines written to the file so far, reading only what was added since the last call. */
+/** Counts the 401s' access lines written to the file so far. */
 function refusalLines(file: string): () => number {
-  const fd = openSync(file, 'r');
-  const chunk = Buffer.alloc(1 << 20);
-  let [count, partial] = [0, ''];
+  const read = linesAdded(file);
+  let count = 0;
   return () => {
-    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
-      const lines = (partial + chunk.toString('utf8', 0, read)).split('\n');
-      partial = lines.pop()!;
-      count += lines.filter((line) => line.includes('"msg":"request completed"') && line.includes('"statusCode":401')).length;
-    }
+    read((line) => {
+      if (line.includes('"msg":"request completed"') && line.includes('"statusCode":401')) count++;
+    });
     return count;
   };
 }
@@ -47,20 +44,11 @@ t.test('under sustained load, every answer /metrics has counted already has its 
   const dir = mkdtempSync(join(tmpdir(), 'plants-log-output-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const stdout = join(dir, 'stdout.log');
-  const fd = openSync(stdout, 'a');
   const port = await freePort();
   // Unauthenticated reads, the cheapest answer: the most lines per second. No guard turns them into 429s.
   const env = serverEnv(dir, { PORT: String(port), API_TOKENS: 'log-output-token-0123456789abcdef', AUTH_FAILURES_PER_MINUTE: '0' });
-  const server = spawn(process.execPath, ['src/entry.js'], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, 'inherit'] });
-  closeSync(fd);
-  const forget = reapChild(server);
-  const exited = once(server, 'exit');
-  t.teardown(async () => {
-    server.kill('SIGKILL');
-    await exited;
-    forget();
-  });
-  const exitedEarly = exited.then(() => Promise.reject(new Error('the server exited before listening')));
+  const server = spawnServer(t, env, { stdoutFile: stdout });
+  const exitedEarly = server.exited.then(() => Promise.reject(new Error(`the server exited before listening: ${server.stderr()}`)));
   exitedEarly.catch(() => undefined); // past listening, the exit is the teardown's
   await Promise.race([lineIn(stdout, dir, /"msg":"Server listening at /), exitedEarly]);
   const written = refusalLines(stdout);
