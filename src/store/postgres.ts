@@ -69,7 +69,7 @@ export class PostgresStore extends SqlStore {
   static async open(databaseUrl: string, options: PostgresOptions): Promise<PostgresStore> {
     const { queryTimeoutMs, startupTimeoutMs, startupAttempts = Infinity } = options;
     // The migration may rightly take long (DDL, another instance's turn): its statements have DATABASE_STARTUP_TIMEOUT.
-    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1, startupTimeoutMs), queryTimeoutMs);
+    const migrator = new PostgresDriver(newPool(databaseUrl, options, 1), startupTimeoutMs, queryTimeoutMs);
     // Under a lock held until commit, so that instances starting together migrate in turns.
     const migration = function* () {
       yield all(raw(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`));
@@ -93,8 +93,8 @@ export class PostgresStore extends SqlStore {
     } finally {
       await migrator.close();
     }
-    const pool = newPool(databaseUrl, options, options.poolSize, queryTimeoutMs);
-    return new PostgresStore(new PostgresDriver(pool, Math.min(PING_TIMEOUT_MS, queryTimeoutMs)));
+    const pool = newPool(databaseUrl, options, options.poolSize);
+    return new PostgresStore(new PostgresDriver(pool, queryTimeoutMs, Math.min(PING_TIMEOUT_MS, queryTimeoutMs)));
   }
 }
 
@@ -113,21 +113,24 @@ class PostgresDriver implements Driver {
   /** How many operations are under way; close() lets them finish before ending the pool. */
   #inFlight = 0;
   #onIdle: (() => void) | undefined;
+  /** The longest wait for one statement's answer; a connection that misses it is discarded. */
+  readonly #answerTimeoutMs: number;
   readonly #pingTimeoutMs: number;
   /** Creates waiting for the next turn of the event loop, to be written together. */
   #batch: { creates: PendingCreate[]; results: Promise<PromiseSettledResult<CreateResult>[]> } | undefined;
 
-  constructor(pool: pg.Pool, pingTimeoutMs: number) {
+  constructor(pool: pg.Pool, answerTimeoutMs: number, pingTimeoutMs: number) {
     this.#pool = pool;
+    this.#answerTimeoutMs = answerTimeoutMs;
     this.#pingTimeoutMs = pingTimeoutMs;
   }
 
   read<T>(work: () => Steps<T>): Promise<T> {
-    return this.#track(() => this.#steps(work(), this.#pool));
+    return this.#track(() => this.#withClient((client) => this.#steps(work(), client)));
   }
 
   query<T>(statement: Statement, answer: (result: unknown) => T): Promise<T> {
-    return this.#track(async () => answer(await this.#execute(statement, this.#pool)));
+    return this.#track(async () => answer(await this.#withClient((client) => this.#execute(statement, client))));
   }
 
   /** A write of one statement commits on its own; any other runs in a transaction. */
@@ -155,8 +158,7 @@ class PostgresDriver implements Driver {
   /** Answers within PING_TIMEOUT_MS (or DATABASE_QUERY_TIMEOUT if less) or fails: a readiness check must not hang. */
   async ping(): Promise<void> {
     const timeoutMs = this.#pingTimeoutMs;
-    // query_timeout (a per-query option the types omit) also discards the connection that did not answer.
-    const ping = this.#track(() => this.#pool.query({ text: 'SELECT 1', query_timeout: timeoutMs } as pg.QueryConfig).catch(rethrown));
+    const ping = this.#track(() => this.#withClient((client) => answerWithin(client, { text: 'SELECT 1' }, timeoutMs).catch(rethrown)));
     // The wait for a connection and the query together; each alone is bounded by DATABASE_QUERY_TIMEOUT.
     const late = await Promise.race([ping.then(() => false), sleep(timeoutMs, true, { ref: false })]);
     if (late) throw new StoreUnavailableError(new Error(`no answer within ${timeoutMs} ms`));
@@ -178,7 +180,7 @@ class PostgresDriver implements Driver {
     const distinct = [...first.values()].sort((a, b) => (a.plant.id < b.plant.id ? -1 : 1));
     let rows: { id: bigint; wrote_deliveries: boolean }[];
     try {
-      rows = (await this.#execute(all(createPlants(distinct)), this.#pool)) as typeof rows;
+      rows = (await this.#withClient((client) => this.#execute(all(createPlants(distinct)), client))) as typeof rows;
     } catch (error) {
       if (error instanceof StoreUnavailableError) throw error;
       // Something the database refuses in one plant (or a lost race) must not fail the others.
@@ -200,39 +202,55 @@ class PostgresDriver implements Driver {
     );
   }
 
-  async #steps<T>(steps: Steps<T>, on: pg.Pool | pg.PoolClient): Promise<T> {
+  async #steps<T>(steps: Steps<T>, on: pg.PoolClient): Promise<T> {
     let step = steps.next();
     while (!step.done) step = steps.next(await this.#execute(step.value, on));
     return step.value;
   }
 
-  async #execute(statement: Statement, on: pg.Pool | pg.PoolClient): Promise<unknown> {
+  async #execute(statement: Statement, on: pg.PoolClient): Promise<unknown> {
     // The statement that writes the outbox rows finds the subscribers itself.
     if (statement.kind === 'wanted') return true;
+    const within = this.#answerTimeoutMs;
     try {
-      if (statement.kind === 'exec') return await on.query(statement.script);
+      if (statement.kind === 'exec') return await answerWithin(on, { text: statement.script }, within);
       // Unnamed: a named statement lives in its server session, which a pooler in transaction mode shares between clients.
       const text = statement.sql.text;
       const values = statement.sql.values;
-      const { rows, rowCount } = await (statement.kind === 'tuples' ? on.query({ text, values, rowMode: 'array' }) : on.query({ text, values }));
+      const config = statement.kind === 'tuples' ? { text, values, rowMode: 'array' as const } : { text, values };
+      const { rows, rowCount } = await answerWithin(on, config, within);
       return statement.kind === 'run' ? (rowCount ?? 0) : rows;
     } catch (error) {
       return rethrown(error);
     }
   }
 
-  async #transaction<T>(work: () => Steps<T>): Promise<T> {
+  /** Runs `use` on a connection of the pool; one that missed a deadline or broke is discarded, not reused. */
+  async #withClient<T>(use: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#pool.connect().catch(rethrown);
     try {
-      await client.query('BEGIN').catch(rethrown);
+      const result = await use(client);
+      client.release();
+      return result;
+    } catch (error) {
+      client.release(error instanceof StoreUnavailableError ? error : undefined);
+      throw error;
+    }
+  }
+
+  async #transaction<T>(work: () => Steps<T>): Promise<T> {
+    const client = await this.#pool.connect().catch(rethrown);
+    const exec = (script: string) => this.#execute({ kind: 'exec', script }, client);
+    try {
+      await exec('BEGIN');
       const result = await this.#steps(work(), client);
-      await client.query('COMMIT').catch(rethrown);
+      await exec('COMMIT');
       client.release();
       return result;
     } catch (error) {
       let broken = error instanceof StoreUnavailableError;
       // A ROLLBACK that failed (its deadline passed) leaves the connection unusable too.
-      if (!broken) broken = await client.query('ROLLBACK').then(() => false, () => true);
+      if (!broken) broken = await exec('ROLLBACK').then(() => false, () => true);
       client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
       throw error;
     }
@@ -254,13 +272,12 @@ class PostgresDriver implements Driver {
 export const EXACT_TYPES = { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser };
 
 /** Every wait for the server is bounded (a stopped server enforces no statement_timeout); a connection that missed one is discarded. */
-function newPool(databaseUrl: string, options: PostgresOptions, max: number, queryTimeoutMs: number): pg.Pool {
+function newPool(databaseUrl: string, options: PostgresOptions, max: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     types: EXACT_TYPES,
     connectionTimeoutMillis: options.queryTimeoutMs,
-    query_timeout: queryTimeoutMs,
     // A peer that vanished without closing (a failover, a partition) is noticed instead of awaited forever.
     keepAlive: true,
   });
@@ -280,4 +297,28 @@ export function isConnectionError(error: unknown): boolean {
 /** A failure of pg, thrown as StoreUnavailableError when no answer came. */
 function rethrown(error: unknown): never {
   throw isConnectionError(error) ? new StoreUnavailableError(error) : error;
+}
+
+/** The statement's answer, or a failure once `ms` pass without one (rethrown makes it a StoreUnavailableError; the connection is then discarded). */
+function answerWithin(client: pg.PoolClient, config: pg.QueryConfig, ms: number): Promise<pg.QueryResult> {
+  // pg's callback form and a timer of our own: its promise form and its query_timeout keep each answer's rows alive into the
+  // old generation (docs/performance.md, "PostgreSQL").
+  return new Promise((resolve, reject) => {
+    // The timer reaches the caller only through this box, emptied by the answer: a timer the GC has moved to the old generation
+    // then keeps no rows alive.
+    const pending: Pending = { reject };
+    const timer = setTimeout(expire, ms, pending, ms);
+    client.query(config, (error: Error | undefined, result: pg.QueryResult) => {
+      clearTimeout(timer);
+      pending.reject = undefined;
+      if (error) reject(error);
+      else resolve(result);
+    });
+  });
+}
+
+interface Pending { reject: ((error: Error) => void) | undefined }
+
+function expire(pending: Pending, ms: number): void {
+  pending.reject?.(new Error(`no answer within ${ms} ms`));
 }
