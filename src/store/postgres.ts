@@ -225,35 +225,34 @@ class PostgresDriver implements Driver {
     }
   }
 
-  /** Runs `use` on a connection of the pool; one that missed a deadline or broke is discarded, not reused. */
-  async #withClient<T>(use: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** Runs `use` on a connection of the pool; one that `broke` finds broken (by default: it missed a deadline) is discarded, not reused. */
+  async #withClient<T>(
+    use: (client: pg.PoolClient) => Promise<T>,
+    broke: (error: unknown, client: pg.PoolClient) => boolean | Promise<boolean> = unavailable,
+  ): Promise<T> {
     const client = await this.#pool.connect().catch(rethrown);
     try {
       const result = await use(client);
       client.release();
       return result;
     } catch (error) {
-      client.release(error instanceof StoreUnavailableError ? error : undefined);
+      client.release((await broke(error, client)) ? (error as Error) : undefined);
       throw error;
     }
   }
 
-  async #transaction<T>(work: () => Steps<T>): Promise<T> {
-    const client = await this.#pool.connect().catch(rethrown);
-    const exec = (script: string) => this.#execute({ kind: 'exec', script }, client);
-    try {
-      await exec('BEGIN');
-      const result = await this.#steps(work(), client);
-      await exec('COMMIT');
-      client.release();
-      return result;
-    } catch (error) {
-      let broken = error instanceof StoreUnavailableError;
+  #transaction<T>(work: () => Steps<T>): Promise<T> {
+    const exec = (script: string, client: pg.PoolClient) => this.#execute({ kind: 'exec', script }, client);
+    return this.#withClient(
+      async (client) => {
+        await exec('BEGIN', client);
+        const result = await this.#steps(work(), client);
+        await exec('COMMIT', client);
+        return result;
+      },
       // A ROLLBACK that failed (its deadline passed) leaves the connection unusable too.
-      if (!broken) broken = await exec('ROLLBACK').then(() => false, () => true);
-      client.release(broken ? (error as Error) : undefined); // a broken connection is discarded, not reused
-      throw error;
-    }
+      (error, client) => unavailable(error) || exec('ROLLBACK', client).then(() => false, () => true),
+    );
   }
 
   /** An operation counted in flight until it settles: close() waits until none is left. */
@@ -293,6 +292,8 @@ export function isConnectionError(error: unknown): boolean {
   if (error instanceof pg.DatabaseError) return error.code !== undefined && (error.code.startsWith('08') || error.code.startsWith('57P0') || error.code === '53300');
   return error instanceof Error && !(error instanceof TypeError);
 }
+
+const unavailable = (error: unknown): boolean => error instanceof StoreUnavailableError;
 
 /** A failure of pg, thrown as StoreUnavailableError when no answer came. */
 function rethrown(error: unknown): never {
