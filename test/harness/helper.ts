@@ -37,7 +37,7 @@ export interface Built {
 export type TestConfig = Partial<AppDependencies['config']>;
 
 // Production defaults, but a short retry schedule and timeout so webhook tests finish quickly, and no
-// event-loop-delay shedding: on a busy machine the loop lags whatever the test does (test/system/load-shedding tests it).
+// event-loop-delay shedding: on a busy machine the loop lags whatever the test does (test/system/load-shedding sets it to test it).
 const DEFAULTS = { ...loadConfig({}), WEBHOOK_RETRY_SCHEDULE: [50, 50, 50], WEBHOOK_TIMEOUT: 2_000, MAX_EVENT_LOOP_DELAY: 0 };
 
 export async function build(t: Test, options: TestConfig = {}, deps: { store?: PlantStore; clock?: () => number } = {}): Promise<Built> {

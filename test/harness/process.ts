@@ -60,7 +60,11 @@ export class Cleanup implements Teardown {
   }
 }
 
-/** The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`; SIGTERM stops at once (no SHUTDOWN_DELAY) unless a test sets one. */
+/**
+ * The environment the tests start from: loopback, an ephemeral port, a SQLite file in `dir`; SIGTERM stops at once (no
+ * SHUTDOWN_DELAY) unless a test sets one; no event-loop-delay shedding, since on a busy machine a process can go
+ * unscheduled for a whole sample whatever the test does (test/system/load-shedding sets it to test it).
+ */
 export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
   return {
     HOST: '127.0.0.1',
@@ -69,6 +73,7 @@ export function serverEnv(dir: string, overrides: ServerEnv = {}): ServerEnv {
     LOG_LEVEL: 'info',
     API_TOKENS: '',
     SHUTDOWN_DELAY: '0s',
+    MAX_EVENT_LOOP_DELAY: '0s',
     ...overrides,
   };
 }
