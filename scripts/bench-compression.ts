@@ -8,12 +8,13 @@
 // PAGE_READS_QUEUED and MAX_CONNECTIONS are raised past the bursts: every read is served, compressed or not.
 // BENCH_BEFORE=<another checkout, with its own node_modules> measures its service in the same run.
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort } from '../test/harness/ports.ts';
+import { memoryMb } from '../test/harness/proc-figures.ts';
 import { integerSetting } from '../test/harness/settings.ts';
 import { fillLargePlants, TOKEN } from '../test/harness/large-plants.ts';
 
@@ -63,11 +64,9 @@ async function measure(root: string, path: string, encoding: string, burst: numb
     const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
     const results = await Promise.all(Array.from({ length: burst }, () => get(port, path, encoding, auth, agent)));
     await sleep(2000);
-    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
     return {
-      peakMb: kb('VmHWM') / 1024,
-      afterMb: kb('VmRSS') / 1024,
+      peakMb: memoryMb(child.pid!, 'VmHWM'),
+      afterMb: memoryMb(child.pid!, 'VmRSS'),
       answered: results.filter((r) => r.status === 200).length,
       others: otherStatuses(results.map((r) => r.status)),
       wireMb: results.reduce((sum, r) => sum + r.bytes, 0) / 2 ** 20,

@@ -13,7 +13,7 @@
 // with a sweep of the turns' settings, BENCH_ROUNDS interleaved rounds, and the defaults' median
 // against the best setting's (BENCH_BEFORE: its defaults too).
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
@@ -21,17 +21,19 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../test/harness/ports.ts';
+import { cpuMicroseconds, memoryMb } from '../test/harness/proc-figures.ts';
 import { integerSetting } from '../test/harness/settings.ts';
 import { fillLargePlants, TOKEN } from '../test/harness/large-plants.ts';
 
+const OVERLOAD = process.env.BENCH_OVERLOAD === '1';
 const READERS = integerSetting('BENCH_READERS', 64, 1);
-const SECONDS = integerSetting('BENCH_SECONDS', 15, 1);
+// Under overload a setting may stall its loop for seconds: a longer window counts less of the work done before it.
+const SECONDS = integerSetting('BENCH_SECONDS', OVERLOAD ? 30 : 15, 1);
 const SLOW_READERS = integerSetting('BENCH_SLOW_READERS', 256, 1);
 const SLOW_RATE = integerSetting('BENCH_SLOW_RATE', 64 * 1024, 1);
 const SETTLE = integerSetting('BENCH_SETTLE', 60, 0);
 const ROOT = resolve(import.meta.dirname, '..');
 const BEFORE = process.env.BENCH_BEFORE ? resolve(process.env.BENCH_BEFORE) : undefined;
-const OVERLOAD = process.env.BENCH_OVERLOAD === '1';
 const OVERLOAD_READERS = (process.env.BENCH_OVERLOAD_READERS ?? '256,1024').split(',').map(Number);
 const ROUNDS = integerSetting('BENCH_ROUNDS', 3, 1);
 
@@ -83,6 +85,10 @@ const CASES: Case[] = process.env.BENCH_CASES ? JSON.parse(process.env.BENCH_CAS
 ];
 
 interface Figures {
+  /** How long the readers' answers were counted: SECONDS, and the last probe's wait. */
+  seconds: number;
+  /** The service's CPU time over those seconds (utime + stime). */
+  cpuMs: number;
   probes: number[];
   /** Probes answered other than 200, or not at all. */
   probeFailures: number;
@@ -121,11 +127,11 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
 }
 
-function print(label: string, settings: string, readers: string, { probes, pages, failures, restMb, peakMb, afterMb }: Figures): void {
+function print(label: string, settings: string, readers: string, { seconds, probes, pages, failures, restMb, peakMb, afterMb }: Figures): void {
   const sorted = probes.toSorted((a, b) => a - b);
   const at = (q: number) => quantile(sorted, q).toFixed(0);
   const slow = sorted.filter((ms) => ms > 1000).length;
-  const perSecond = (status: number) => ((pages.get(status) ?? 0) / SECONDS).toFixed(1);
+  const perSecond = (status: number) => ((pages.get(status) ?? 0) / seconds).toFixed(1);
   console.log(
     `${label.padEnd(8)} ${settings.padEnd(12)} ${readers.padEnd(13)} ${String(sorted.length).padStart(6)} ${at(0.5).padStart(7)} ${at(0.95).padStart(7)} ${at(0.99).padStart(7)} ${sorted.at(-1)!.toFixed(0).padStart(7)} ${String(slow).padStart(5)} ${perSecond(200).padStart(8)} ${perSecond(503).padStart(7)} ${String(failures).padStart(6)} ${restMb.toFixed(0).padStart(8)} ${peakMb.toFixed(0).padStart(8)} ${(afterMb?.toFixed(0) ?? '-').padStart(9)} ${loadavg()[0]!.toFixed(1).padStart(5)}`,
   );
@@ -144,7 +150,7 @@ async function sweep(): Promise<void> {
         const key = `${readers} ${settings}`;
         const each = await measure(root ?? ROOT, env, { ...READER_KINDS.pages!, readers });
         figures.set(key, [...(figures.get(key) ?? []), each]);
-        console.error(`  round ${round + 1}: ${key}: ${((each.pages.get(200) ?? 0) / SECONDS).toFixed(1)} pages/s, load ${loadavg()[0]!.toFixed(1)}`);
+        console.error(`  round ${round + 1}: ${key}: ${((each.pages.get(200) ?? 0) / each.seconds).toFixed(1)} pages/s, load ${loadavg()[0]!.toFixed(1)}`);
       }
     }
   }
@@ -152,24 +158,29 @@ async function sweep(): Promise<void> {
     const sorted = values.toSorted((a, b) => a - b);
     return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
   };
-  const pagesPerSecond = (each: Figures) => (each.pages.get(200) ?? 0) / SECONDS;
+  const pagesPerSecond = (each: Figures) => (each.pages.get(200) ?? 0) / each.seconds;
+  // A loop that stalls for a good part of the window answers, inside it, pages whose work was done before it: not a rate.
+  const stalled = (each: Figures) => Math.max(0, ...each.probes) > (SECONDS * 1000) / 4;
   console.log(
-    `${'readers'.padStart(7)} ${'settings'.padEnd(12)} ${'pages/s min'.padStart(11)} ${'median'.padStart(7)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'healthz p95'.padStart(11)} ${'p99 ms'.padStart(7)} ${'unanswered'.padStart(10)} ${'peak MB'.padStart(8)}`,
+    `${'readers'.padStart(7)} ${'settings'.padEnd(12)} ${'pages/s min'.padStart(11)} ${'median'.padStart(7)} ${'CPU ms/page'.padStart(11)} ${'503s/s'.padStart(7)} ${'failed'.padStart(6)} ${'healthz p95'.padStart(11)} ${'p99 ms'.padStart(7)} ${'unanswered'.padStart(10)} ${'peak MB'.padStart(8)}`,
   );
   for (const readers of OVERLOAD_READERS) {
     const medians = SWEEP.map(([settings]) => {
       const rounds = figures.get(`${readers} ${settings}`)!;
       const pages = rounds.map(pagesPerSecond);
       const probes = rounds.flatMap((each) => each.probes).toSorted((a, b) => a - b);
-      const refused = median(rounds.map((each) => (each.pages.get(503) ?? 0) / SECONDS));
+      const refused = median(rounds.map((each) => (each.pages.get(503) ?? 0) / each.seconds));
+      const cpuPerPage = median(rounds.map((each) => each.cpuMs / (each.pages.get(200) ?? 0)));
+      const mark = rounds.some(stalled) ? '*' : ' ';
       console.log(
-        `${String(readers).padStart(7)} ${settings.padEnd(12)} ${Math.min(...pages).toFixed(1).padStart(11)} ${median(pages).toFixed(1).padStart(7)} ${refused.toFixed(1).padStart(7)} ${String(median(rounds.map((each) => each.failures))).padStart(6)} ${quantile(probes, 0.95).toFixed(0).padStart(11)} ${quantile(probes, 0.99).toFixed(0).padStart(7)} ${String(rounds.reduce((sum, each) => sum + each.probeFailures, 0)).padStart(10)} ${Math.max(...rounds.map((each) => each.peakMb)).toFixed(0).padStart(8)}`,
+        `${String(readers).padStart(7)} ${settings.padEnd(12)} ${Math.min(...pages).toFixed(1).padStart(11)} ${median(pages).toFixed(1).padStart(6)}${mark} ${cpuPerPage.toFixed(2).padStart(11)} ${refused.toFixed(1).padStart(7)} ${String(median(rounds.map((each) => each.failures))).padStart(6)} ${quantile(probes, 0.95).toFixed(0).padStart(11)} ${quantile(probes, 0.99).toFixed(0).padStart(7)} ${String(rounds.reduce((sum, each) => sum + each.probeFailures, 0)).padStart(10)} ${Math.max(...rounds.map((each) => each.peakMb)).toFixed(0).padStart(8)}`,
       );
-      return [settings, median(pages)] as const;
+      return [settings, mark === '*' ? 0 : median(pages)] as const;
     });
     const [best, bestPages] = medians.reduce((a, b) => (b[1] > a[1] ? b : a));
     console.log(`${String(readers).padStart(7)} defaults / best (${best}), medians: ${(medians[0]![1] / bestPages).toFixed(2)}   load ${loadavg()[0]!.toFixed(1)}`);
   }
+  console.log(`* a probe waited over a quarter of the ${SECONDS}-s window: pages counted in it include work done before it; not compared`);
 }
 
 async function measure(root: string, env: Record<string, string>, readers: Readers): Promise<Figures> {
@@ -184,12 +195,14 @@ async function measure(root: string, env: Record<string, string>, readers: Reade
     while ((await get(port, '/readyz').catch(() => 0)) !== 200) await sleep(100);
     // At rest: after a few reads of each path, so that its code is compiled before the load.
     for (let i = 0; i < 5; i++) for (const path of readers.paths) await get(port, path);
-    const restMb = rssMb(child.pid!, 'VmRSS');
+    const restMb = memoryMb(child.pid!, 'VmRSS');
     const { paths, encoding, bytesPerSecond } = readers;
     const workerData = { port, paths, encoding, readers: readers.readers, token: readers.token ? TOKEN : undefined, bytesPerSecond };
     const worker = new Worker(new URL('./load-readers.ts', import.meta.url), { workerData });
     await sleep(2000); // the readers reach their steady state
     worker.postMessage('reset');
+    const counted = performance.now();
+    const cpuBefore = cpuMicroseconds(child.pid!);
     const probes: number[] = [];
     const probeFailures: string[] = [];
     const until = performance.now() + SECONDS * 1000;
@@ -201,21 +214,19 @@ async function measure(root: string, env: Record<string, string>, readers: Reade
       await sleep(100);
     }
     worker.postMessage('stop');
+    const seconds = (performance.now() - counted) / 1000;
+    const cpu = (cpuMicroseconds(child.pid!) - cpuBefore) / 1000;
     const [statuses] = (await once(worker, 'message')) as [Map<number, number>];
     await worker.terminate();
-    const peakMb = rssMb(child.pid!, 'VmHWM');
+    const peakMb = memoryMb(child.pid!, 'VmHWM');
     if (bytesPerSecond !== undefined) await sleep(SETTLE * 1000);
-    const afterMb = bytesPerSecond === undefined ? undefined : rssMb(child.pid!, 'VmRSS');
+    const afterMb = bytesPerSecond === undefined ? undefined : memoryMb(child.pid!, 'VmRSS');
     if (probeFailures.length > 0) console.error(`  /healthz failed ${probeFailures.length} times: ${[...new Set(probeFailures)].join(', ')}`);
-    return { probes, probeFailures: probeFailures.length, pages: statuses, failures: statuses.get(0) ?? 0, restMb, peakMb, ...(afterMb !== undefined && { afterMb }) };
+    return { seconds, cpuMs: cpu, probes, probeFailures: probeFailures.length, pages: statuses, failures: statuses.get(0) ?? 0, restMb, peakMb, ...(afterMb !== undefined && { afterMb }) };
   } finally {
     child.kill('SIGINT');
     await once(child, 'exit');
   }
-}
-
-function rssMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
 /** The status of a GET on a new connection, whose body is read to its end. */

@@ -60,6 +60,7 @@ import { openStore } from '../src/store/factory.ts';
 import { linesAdded } from '../test/harness/file-lines.ts';
 import { REPO_ROOT } from '../test/harness/paths.ts';
 import { freePort } from '../test/harness/ports.ts';
+import { cpuMicroseconds, memoryMb } from '../test/harness/proc-figures.ts';
 import { integerSetting } from '../test/harness/settings.ts';
 
 const CONNECTIONS = integerSetting('BENCH_CONNECTIONS', 64, 1);
@@ -308,7 +309,7 @@ try {
   const large = running.filter((target) => !target.baseline && !target.reference && LARGE_STORE > 0 && runsAtLarge);
   for (const target of large) await fillTo(target, LARGE_STORE);
   if (large.length > 0) rows.push(...(await driveInRounds(large, createAtLarge)));
-  for (const target of running) notes.push(`${target.name}: peak RSS ${peakRssMb(target.child.pid!)} MB`);
+  for (const target of running) notes.push(`${target.name}: peak RSS ${memoryMb(target.child.pid!, 'VmHWM').toFixed(0)} MB`);
   if (BEFORE !== undefined) notes.push(`${BEFORE_NAME}: the checkout at ${BEFORE}, run by ${targets.find((target) => target.name === BEFORE_NAME)!.node}`);
   print();
   printStartups(startups);
@@ -604,12 +605,6 @@ async function countPlants(store: Awaited<ReturnType<typeof openStore>>): Promis
   }
 }
 
-/** User plus system CPU time of a process, all its threads, in µs (from /proc; clock ticks of 10 ms). */
-function cpuMicroseconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
 interface MachineTicks {
   total: number;
   steal: number;
@@ -669,12 +664,6 @@ function largeStoreNotes(): string[] {
       const change = ((large.rps / empty.rps - 1) * 100).toFixed(1);
       return `${large.target}: ${createAtLarge.name} ${large.rps.toFixed(0)}/s against ${empty.rps.toFixed(0)}/s on an almost empty store (${change}%)`;
     });
-}
-
-function peakRssMb(pid: number): string {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return (kb / 1024).toFixed(0);
 }
 
 function print(): void {
