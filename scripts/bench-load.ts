@@ -9,9 +9,10 @@
 // faster than SLOW_RATE bytes/s each (what a page held for a slow client costs), or 8 anonymous
 // clients reading /openapi.json and /openapi.yaml with br. BENCH_BEFORE=<another checkout, with its
 // own node_modules> measures its service in the same run. BENCH_OVERLOAD=1 instead measures goodput
-// under overload: pages/s of 256 and 1,024 readers (BENCH_OVERLOAD_READERS) with the defaults and
-// with a sweep of the turns' settings, BENCH_ROUNDS interleaved rounds, and the defaults' median
-// against the best setting's (BENCH_BEFORE: its defaults too).
+// under overload: pages/s and the service's CPU time per page of 256 and 1,024 readers
+// (BENCH_OVERLOAD_READERS) with the defaults and with a sweep of the turns' settings, BENCH_ROUNDS
+// interleaved rounds of 30 s, and the defaults' median against the best setting's (BENCH_BEFORE: its
+// defaults too).
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
