@@ -1,8 +1,9 @@
 // Load shedding on a real server process: page reads take turns, one started per turn of the event
 // loop, so a health probe on a new connection is answered while a burst of large page reads is
 // still being worked through; by default a read from every connection may wait; past
-// PAGE_READS_QUEUED waiting reads, and under memory pressure, requests are answered 503 with
-// Retry-After and the Error body, while health and metrics answer.
+// PAGE_READS_QUEUED waiting reads, under memory pressure, and after the event loop stalled past
+// MAX_EVENT_LOOP_DELAY, requests are answered 503 with Retry-After and the Error body, while health
+// and metrics answer.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
