@@ -75,23 +75,34 @@ function openConnections(server: NetServer): Promise<number> {
 }
 
 /** A moment with no new connection for this long is a quiet one: a balancer with a warm pool is not opening any. */
-const QUIET_MS = 100;
+export const QUIET_MS = 100;
 /** Past this, the listener closes even though connections keep arriving. */
 const QUIET_WAIT_MAX_MS = 1_000;
+/** A turn of the loop this short accepted what was queued when it polled, and little can have arrived since. */
+export const SHORT_TURN_MS = 10;
 
 // Closing a listening socket resets the connections Linux queued and Node has not accepted, requests and all, and
-// balancers open connections in bursts: so close after QUIET_MS without one, in the check phase right after accepting.
+// balancers open connections in bursts: so close after QUIET_MS without one, in the check phase right after accepting,
+// and only after a short turn: what arrived while a long one ran (a blocked write, a stalled process) is accepted first.
 /** Refuses new connections, keeping open ones; `drained` settles once none is left. */
 async function stopListening(server: NetServer): Promise<{ drained: Promise<void> }> {
   const started = performance.now();
-  let lastArrival = -Infinity;
+  let lastArrival = started;
   const arrived = () => (lastArrival = performance.now());
   server.on('connection', arrived);
-  do {
-    await sleep(QUIET_MS);
-    await nextCheckPhase();
-  } while (performance.now() - lastArrival < QUIET_MS && performance.now() - started < QUIET_WAIT_MAX_MS);
+  for (let turn = Infinity; performance.now() - started < QUIET_WAIT_MAX_MS; turn = await untilCheckPhase()) {
+    const quiet = performance.now() - lastArrival >= QUIET_MS;
+    if (quiet && turn <= SHORT_TURN_MS) break;
+    if (!quiet) await sleep(QUIET_MS);
+  }
   server.off('connection', arrived);
   // net.Server's close, not http.Server's: that one also destroys idle connections at once (Node >= 19).
   return { drained: new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve())) };
+}
+
+/** Waits for the check phase; resolves with how long that took: the poll phase between, mostly. */
+async function untilCheckPhase(): Promise<number> {
+  const from = performance.now();
+  await nextCheckPhase();
+  return performance.now() - from;
 }

@@ -5,11 +5,13 @@
 // pace of a slow client or as a bound that turns a missing timeout into a failure, not a hang.
 import t from 'tap';
 import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect as connectNet, createServer as createNetServer, type AddressInfo, type Socket as NetSocket } from 'node:net';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { IDLE_GRACE_MS } from '../../src/transport/lifecycle.ts';
+import { IDLE_GRACE_MS, QUIET_MS, SHORT_TURN_MS } from '../../src/transport/lifecycle.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import type { PlantStore } from '../../src/store/types.ts';
 import { contractProblems } from '../harness/contract.ts';
@@ -166,6 +168,61 @@ t.test('a request that reached an idle connection while the event loop was stall
   t.equal(late.statusCode, 200, 'the request is served');
   t.equal(late.headers.connection, 'close', 'with Connection: close');
   await closing;
+});
+
+/**
+ * A client in a thread of its own: posts 'ready'; once told to, connects to `port`, writes GET /healthz, flags `connected`
+ * (so the stalled main thread may go on) and posts back the status line it got, or the error that ended the connection.
+ */
+function clientThread(port: number, connected: Int32Array): Worker {
+  const code = `
+    const { connect } = require('node:net');
+    const { parentPort, workerData } = require('node:worker_threads');
+    parentPort.postMessage('ready');
+    parentPort.once('message', () => {
+      let text = '';
+      const socket = connect(workerData.port, '127.0.0.1', () => {
+        socket.write('GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n');
+        Atomics.store(workerData.connected, 0, 1);
+        Atomics.notify(workerData.connected, 0);
+      });
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk) => { text += chunk; if (text.includes('\\r\\n\\r\\n')) { parentPort.postMessage(text.split('\\r\\n')[0]); socket.destroy(); } });
+      socket.on('error', (error) => parentPort.postMessage(error.code));
+      socket.on('close', () => parentPort.postMessage('closed without an answer'));
+    });`;
+  return new Worker(code, { eval: true, workerData: { port, connected } });
+}
+
+t.test('a connection queued while the loop stalled, just before the listener would close, is accepted and answered, not reset', async (t) => {
+  const { app } = await build(t);
+  const port = await listen(app);
+  // A loopback pair of our own, whose reading stalls the loop in a poll phase.
+  const stall = createNetServer();
+  await new Promise<void>((resolve) => stall.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => stall.close(resolve)));
+  const writer = connectNet((stall.address() as AddressInfo).port, '127.0.0.1');
+  t.teardown(() => writer.destroy());
+  const reader = await new Promise<NetSocket>((resolve) => stall.once('connection', resolve));
+  const connected = new Int32Array(new SharedArrayBuffer(4));
+  const client = clientThread(port, connected);
+  t.teardown(() => client.terminate());
+  await once(client, 'message'); // ready: it connects while this thread is stalled
+  const answer = new Promise<string>((resolve) => client.once('message', resolve));
+  reader.once('data', () => {
+    // A write blocked on a full pipe, a stalled process: meanwhile a client connects and Linux queues it unaccepted.
+    client.postMessage('connect');
+    Atomics.wait(connected, 0, 0, 10_000);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SHORT_TURN_MS * 5);
+  });
+
+  const stopped = app.lifecycle.stopAccepting();
+  // Created in the same turn as the listener's first quiet wait, with the same delay: it fires right after that wait
+  // ends, in the same timers phase, so the stall is the poll phase right before the check phase that could close.
+  setTimeout(() => writer.write('x'), QUIET_MS);
+  t.equal(await answer, 'HTTP/1.1 200 OK', 'the queued connection is accepted and its request answered');
+  await stopped;
+  reader.destroy();
 });
 
 // ---------------------------------------------------------------------------------------------
