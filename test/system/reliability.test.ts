@@ -41,6 +41,11 @@ function postHead(length: number, token = TOKEN): string {
   );
 }
 
+/** Blocks this thread for `ms`, as a long GC, a blocked write or a starved CPU does. */
+function stallLoop(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 /** Resolves once the listener refuses connections: from then on the stop is under way. */
 async function listenerClosed(port: number): Promise<void> {
   while ((await tryConnect(port)) !== 'ECONNREFUSED') {
@@ -163,7 +168,7 @@ t.test('a request that reached an idle connection while the event loop was stall
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: plants.test\r\n\r\n');
   // A stall (a long GC, a starved CPU) as the request arrives: when the loop resumes, the grace
   // timer is due and runs before the socket is read.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, IDLE_GRACE_MS + 200);
+  stallLoop(IDLE_GRACE_MS + 200);
   const late = await idle.response(1);
   t.equal(late.statusCode, 200, 'the request is served');
   t.equal(late.headers.connection, 'close', 'with Connection: close');
@@ -213,7 +218,7 @@ t.test('a connection queued while the loop stalled, just before the listener wou
     // A write blocked on a full pipe, a stalled process: meanwhile a client connects and Linux queues it unaccepted.
     client.postMessage('connect');
     Atomics.wait(connected, 0, 0, 10_000);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, SHORT_TURN_MS * 5);
+    stallLoop(SHORT_TURN_MS * 5);
   });
 
   const stopped = app.lifecycle.stopAccepting();
